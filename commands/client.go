@@ -1,0 +1,55 @@
+package commands
+
+import "time"
+
+// Client is the state of one connection that commands read and change. The
+// server creates one per connection and owns it; it is used by one goroutine
+// at a time (the connection's), except for the fields read under Host's
+// snapshot.
+type Client struct {
+	// ID is the connection's unique, increasing id (CLIENT ID).
+	ID int64
+	// Addr and LocalAddr are the remote and local addresses, "ip:port".
+	Addr, LocalAddr string
+	// Created is when the connection was accepted.
+	Created time.Time
+	// Name is set by CLIENT SETNAME or HELLO ... SETNAME.
+	Name string
+	// LibName and LibVer are set by CLIENT SETINFO.
+	LibName, LibVer string
+	// Proto is the RESP version the client speaks: 2 (the default) or 3.
+	Proto int
+	// LastCommand is the lower-case name of the last command run (CLIENT LIST's cmd=).
+	LastCommand string
+	// LastActive is when the last command ran.
+	LastActive time.Time
+	// Close is set by QUIT: the server flushes the reply and closes.
+	Close bool
+
+	// multi holds the MULTI state: queued commands and whether one failed
+	// to queue (which makes EXEC abort).
+	multi *multiState
+
+	// ctx and errs are reused by every command, so dispatch allocates nothing.
+	ctx  Context
+	errs errorCounter
+}
+
+// NewClient returns the state of a connection that has just been accepted.
+func NewClient(id int64, addr, localAddr string, now time.Time) *Client {
+	return &Client{ID: id, Addr: addr, LocalAddr: localAddr, Created: now, LastActive: now, Proto: 2}
+}
+
+// InMulti reports whether the client is queueing commands after MULTI.
+func (c *Client) InMulti() bool { return c.multi != nil }
+
+// multiState is the queue between MULTI and EXEC.
+type multiState struct {
+	queued [][][]byte
+	failed bool // a command failed to queue: EXEC answers EXECABORT
+}
+
+// reset brings the client back to a new connection's state (RESET).
+func (c *Client) reset() {
+	c.Name, c.Proto, c.multi = "", 2, nil
+}

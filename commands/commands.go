@@ -1,0 +1,192 @@
+package commands
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/cellserver/cellserver/engine"
+)
+
+// Options configures Commands.
+type Options struct {
+	// Engine is the keyspace the commands run against. Required.
+	Engine *engine.Engine
+	// Host is the server running the commands, for CLIENT and INFO. Nil
+	// means a host with no clients and zero counters.
+	Host Host
+	// Version is cellserver's version, reported by INFO and HELLO.
+	Version string
+	// Settings are the values CONFIG GET reports.
+	Settings []Setting
+	// Logger receives nothing per command; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Commands is the command table with its dispatcher and per-command counters.
+// It is safe for concurrent use; each Client is used by one goroutine.
+type Commands struct {
+	opts    Options
+	table   *table
+	started time.Time
+
+	// counters for INFO stats
+	processed atomic.Int64
+	errors    atomic.Int64
+}
+
+// commandStats are INFO commandstats' counters for one command.
+type commandStats struct {
+	calls, usec, rejected, failed atomic.Int64
+}
+
+// Context is what a handler gets besides its arguments.
+type Context struct {
+	// Client is the calling connection's state.
+	Client *Client
+	// Tx is the transaction the command runs in (inside EXEC), or nil.
+	Tx *engine.Txn
+
+	cmds *Commands
+}
+
+// Engine returns the keyspace.
+func (ctx *Context) Engine() *engine.Engine { return ctx.cmds.opts.Engine }
+
+// New builds the command table.
+func New(opts Options) *Commands {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Host == nil {
+		opts.Host = noHost{}
+	}
+	c := &Commands{opts: opts, started: time.Now()}
+	c.table = newTable(c.all())
+	c.table.byName["exec"].Run = c.exec
+	return c
+}
+
+// SetHost tells the commands which server runs them, for CLIENT and INFO.
+// Call it before the server starts serving.
+func (c *Commands) SetHost(h Host) {
+	if h == nil {
+		h = noHost{}
+	}
+	c.opts.Host = h
+}
+
+// all lists every command; each topic's file contributes its rows.
+func (c *Commands) all() []*Command {
+	var cmds []*Command
+	for _, group := range [][]*Command{
+		throttleCommands(), keyspaceCommands(), connectionCommands(),
+		transactionCommands(), c.serverCommands(),
+	} {
+		cmds = append(cmds, group...)
+	}
+	return cmds
+}
+
+// Dispatch runs one command for client c and writes its reply to w. Inside
+// MULTI it queues the command instead.
+func (c *Commands) Dispatch(w Writer, cl *Client, args [][]byte) {
+	if len(args) == 0 {
+		return
+	}
+	c.processed.Add(1)
+	cmd := c.table.lookup(args[0])
+	if cmd == nil {
+		c.reject(w, cl, nil, unknownCommand(args))
+		return
+	}
+	if !arityOK(cmd.Arity, len(args)) {
+		c.reject(w, cl, cmd, fmt.Sprintf(msgWrongArity, cmd.Name))
+		return
+	}
+	cl.LastCommand = cmd.Name
+	if cl.multi != nil && cmd.Flags&FlagNoMulti == 0 {
+		cl.multi.queued = append(cl.multi.queued, copyArgs(args))
+		w.WriteString("QUEUED")
+		return
+	}
+	ctx, ew := &cl.ctx, &cl.errs
+	*ctx = Context{Client: cl, cmds: c}
+	*ew = errorCounter{Writer: w}
+	c.run(ctx, ew, cmd, args)
+}
+
+// run calls the handler and counts the call, its time and its outcome.
+func (c *Commands) run(ctx *Context, ew *errorCounter, cmd *Command, args [][]byte) {
+	start := time.Now()
+	cmd.Run(ctx, ew, args)
+	st := &cmd.stats
+	st.calls.Add(1)
+	st.usec.Add(time.Since(start).Microseconds())
+	if ew.errors > 0 {
+		st.failed.Add(1)
+		c.errors.Add(1)
+	}
+	ctx.Client.LastActive = start
+}
+
+// reject answers a command that could not run (unknown, wrong arity); inside
+// MULTI it also makes EXEC abort.
+func (c *Commands) reject(w Writer, cl *Client, cmd *Command, msg string) {
+	if cmd != nil {
+		cmd.stats.rejected.Add(1)
+	}
+	c.errors.Add(1)
+	if cl.multi != nil {
+		cl.multi.failed = true
+	}
+	w.WriteError(msg)
+}
+
+// errorCounter counts the errors a handler writes.
+type errorCounter struct {
+	Writer
+	errors int
+}
+
+func (e *errorCounter) WriteError(msg string) {
+	e.errors++
+	e.Writer.WriteError(msg)
+}
+
+// unknownCommand words Redis 7's reply to an unknown command.
+func unknownCommand(args [][]byte) string {
+	var b strings.Builder
+	for _, a := range args[1:] {
+		if b.Len() >= 128 {
+			break
+		}
+		n := 128 - b.Len()
+		if len(a) < n {
+			n = len(a)
+		}
+		fmt.Fprintf(&b, "'%s' ", a[:n])
+	}
+	name := args[0]
+	if len(name) > 128 {
+		name = name[:128]
+	}
+	return fmt.Sprintf(msgUnknownCommand, name, b.String())
+}
+
+// copyArgs copies args, which the connection's reader may reuse.
+func copyArgs(args [][]byte) [][]byte {
+	out := make([][]byte, len(args))
+	for i, a := range args {
+		out[i] = append([]byte(nil), a...)
+	}
+	return out
+}
+
+// noHost stands in when Commands runs without a server (tests).
+type noHost struct{}
+
+func (noHost) Clients() []ClientInfo { return nil }
+func (noHost) Stats() HostStats      { return HostStats{} }

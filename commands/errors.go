@@ -1,0 +1,38 @@
+package commands
+
+// Client-visible error texts. The first word is the error code; the wording
+// is Redis 7's, or redis-cell's for CL.THROTTLE.
+const (
+	msgUnknownCommand   = "ERR unknown command '%s', with args beginning with: %s"
+	msgWrongArity       = "ERR wrong number of arguments for '%s' command"
+	msgWrongType        = "WRONGTYPE Operation against a key holding the wrong kind of value"
+	msgNotInteger       = "ERR value is not an integer or out of range"
+	msgSyntax           = "ERR syntax error"
+	msgUnknownSub       = "ERR unknown subcommand '%s'. Try %s HELP."
+	msgMultiNested      = "ERR MULTI calls can not be nested"
+	msgExecNoMulti      = "ERR EXEC without MULTI"
+	msgDiscardNoMulti   = "ERR DISCARD without MULTI"
+	msgExecAbort        = "EXECABORT Transaction discarded because of previous errors."
+	msgWatchInMulti     = "ERR WATCH inside MULTI is not allowed"
+	msgDBIndex          = "ERR DB index is out of range"
+	msgSelectInvalid    = "ERR value is not an integer or out of range"
+	msgNoProto          = "NOPROTO unsupported protocol version"
+	msgInvalidCursor    = "ERR invalid cursor"
+	msgClientName       = "ERR Client names cannot contain spaces, newlines or special characters."
+	msgInternal         = "ERR internal error while running '%s'; the server logged it and keeps serving"
+	msgInvalidExpireCmd = "ERR invalid expire time in '%s' command"
+	msgUnknownType      = "ERR unknown type name '%s'"
+	msgNoSuchClient     = "ERR No such client"
+	msgHelloAuth        = "WRONGPASS invalid username-password pair or user is disabled."
+	msgNotAllowedInMult = "ERR Command not allowed inside a transaction"
+
+	// redis-cell's texts, kept for drop-in compatibility.
+	msgCellUsage    = "Cell error: Store error: Usage: cl.throttle <key> <max_burst> <count per period> <period> [<quantity>]"
+	msgCellParseInt = "Cell error: Store error: Couldn't parse as integer: "
+	msgCellZeroRate = "Cell error: Store error: Zero rates are not supported"
+	msgCellExpire   = "Cell error: Store error: Error while setting key expire"
+)
+
+// MsgInternal is the reply to a command whose handler panicked; the server
+// writes it after recovering. It takes the command name.
+const MsgInternal = msgInternal

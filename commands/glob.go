@@ -1,0 +1,113 @@
+package commands
+
+// globMatch reports whether s matches the glob pattern as Redis's
+// stringmatchlen does (case-sensitive): * and ? wildcards, [abc], [^abc] and
+// [a-z] classes, and backslash escapes. Like Redis, an empty string matches
+// no pattern; KEYS and SCAN treat a lone "*" as "everything" before asking.
+func globMatch(pattern, s []byte) bool {
+	skip := false
+	return globMatchFrom(pattern, s, 0, &skip)
+}
+
+// maxGlobNesting bounds the * recursion as Redis does, so a hostile pattern
+// cannot take exponential time.
+const maxGlobNesting = 1000
+
+func globMatchFrom(p, s []byte, nesting int, skipLonger *bool) bool {
+	if nesting > maxGlobNesting {
+		return false
+	}
+	for len(p) > 0 && len(s) > 0 {
+		switch p[0] {
+		case '*':
+			for len(p) > 1 && p[1] == '*' {
+				p = p[1:]
+			}
+			if len(p) == 1 {
+				return true
+			}
+			for len(s) > 0 {
+				if globMatchFrom(p[1:], s, nesting+1, skipLonger) {
+					return true
+				}
+				if *skipLonger {
+					return false
+				}
+				s = s[1:]
+			}
+			*skipLonger = true
+			return false
+		case '?':
+			s = s[1:]
+		case '[':
+			var matched bool
+			matched, p = globClass(p[1:], s[0])
+			if !matched {
+				return false
+			}
+			s = s[1:]
+		case '\\':
+			if len(p) >= 2 {
+				p = p[1:]
+			}
+			fallthrough
+		default:
+			if p[0] != s[0] {
+				return false
+			}
+			s = s[1:]
+		}
+		p = p[1:]
+		if len(s) == 0 {
+			for len(p) > 0 && p[0] == '*' {
+				p = p[1:]
+			}
+			break
+		}
+	}
+	return len(p) == 0 && len(s) == 0
+}
+
+// globClass matches c against the class that starts at p (just after '[' )
+// and returns the pattern positioned on the class's last byte: the closing
+// ']', or the final byte of an unterminated class, as Redis reads it.
+func globClass(p []byte, c byte) (bool, []byte) {
+	start := p
+	not := len(p) > 0 && p[0] == '^'
+	if not {
+		p = p[1:]
+	}
+	match := false
+	for {
+		switch {
+		case len(p) >= 2 && p[0] == '\\':
+			p = p[1:]
+			if p[0] == c {
+				match = true
+			}
+		case len(p) > 0 && p[0] == ']':
+			return match != not, p
+		case len(p) == 0:
+			// Unterminated: stop on the last byte, so the caller's step
+			// past it ends the pattern.
+			if len(start) == 0 {
+				return match != not, []byte{']'}
+			}
+			return match != not, start[len(start)-1:]
+		case len(p) >= 3 && p[1] == '-':
+			lo, hi := p[0], p[2]
+			if lo > hi {
+				lo, hi = hi, lo
+			}
+			p = p[2:]
+			if lo <= c && c <= hi {
+				match = true
+			}
+		default:
+			if p[0] == c {
+				match = true
+			}
+		}
+		p = p[1:]
+	}
+}

@@ -1,0 +1,200 @@
+package commands
+
+import (
+	"strconv"
+
+	"github.com/cellserver/cellserver/engine"
+)
+
+// keyspaceCommands are the generic key commands redis-cell users rely on.
+func keyspaceCommands() []*Command {
+	return []*Command{
+		{Name: "del", Arity: -2, Flags: FlagWrite, FirstKey: 1, LastKey: -1, KeyStep: 1,
+			KeySpecFlags: []string{"RM", "delete"}, Group: "generic", Since: "1.0.0",
+			Summary: "Deletes one or more keys.", Run: del},
+		{Name: "unlink", Arity: -2, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: -1, KeyStep: 1,
+			KeySpecFlags: []string{"RM", "delete"}, Group: "generic", Since: "4.0.0",
+			Summary: "Asynchronously deletes one or more keys.", Run: del},
+		{Name: "exists", Arity: -2, Flags: FlagReadonly | FlagFast, FirstKey: 1, LastKey: -1, KeyStep: 1,
+			KeySpecFlags: []string{"RO"}, Group: "generic", Since: "1.0.0",
+			Summary: "Determines whether one or more keys exist.", Run: exists},
+		{Name: "type", Arity: 2, Flags: FlagReadonly | FlagFast, FirstKey: 1, LastKey: 1, KeyStep: 1,
+			KeySpecFlags: []string{"RO"}, Group: "generic", Since: "1.0.0",
+			Summary: "Determines the type of value stored at a key.", Run: typeCmd},
+		{Name: "ttl", Arity: 2, Flags: FlagReadonly | FlagFast, FirstKey: 1, LastKey: 1, KeyStep: 1,
+			KeySpecFlags: []string{"RO", "access"}, Group: "generic", Since: "1.0.0",
+			Summary: "Returns the expiration time in seconds of a key.", Run: ttl},
+		{Name: "pttl", Arity: 2, Flags: FlagReadonly | FlagFast, FirstKey: 1, LastKey: 1, KeyStep: 1,
+			KeySpecFlags: []string{"RO", "access"}, Group: "generic", Since: "2.6.0",
+			Summary: "Returns the expiration time in milliseconds of a key.", Run: pttl},
+		{Name: "get", Arity: 2, Flags: FlagReadonly | FlagFast, FirstKey: 1, LastKey: 1, KeyStep: 1,
+			KeySpecFlags: []string{"RO", "access"}, Group: "string", Since: "1.0.0",
+			Summary: "Returns the string value of a key; for a CL key, its TAT in nanoseconds.", Run: get},
+		{Name: "dbsize", Arity: 1, Flags: FlagReadonly | FlagFast | FlagAllKeys, Group: "server", Since: "1.0.0",
+			Summary: "Returns the number of keys in the database.", Run: dbsize},
+		{Name: "keys", Arity: 2, Flags: FlagReadonly | FlagAllKeys, Group: "generic", Since: "1.0.0",
+			Summary: "Returns all key names that match a pattern.", Run: keys},
+		{Name: "scan", Arity: -2, Flags: FlagReadonly | FlagAllKeys, Group: "generic", Since: "2.8.0",
+			Summary: "Iterates over the key names in the database.", Run: scan},
+		{Name: "flushdb", Arity: -1, Flags: FlagWrite | FlagAllKeys, Group: "server", Since: "1.0.0",
+			Summary: "Removes all keys from the current database.", Run: flush},
+		{Name: "flushall", Arity: -1, Flags: FlagWrite | FlagAllKeys, Group: "server", Since: "1.0.0",
+			Summary: "Removes all keys from all databases.", Run: flush},
+	}
+}
+
+// del is DEL and UNLINK: both free a key at once here.
+func del(ctx *Context, w Writer, args [][]byte) {
+	n := int64(0)
+	for _, k := range args[1:] {
+		if ctx.Engine().Delete(ctx.Tx, k) {
+			n++
+		}
+	}
+	w.WriteInt(n)
+}
+
+func exists(ctx *Context, w Writer, args [][]byte) {
+	n := int64(0)
+	for _, k := range args[1:] {
+		if _, ok := ctx.Engine().Get(ctx.Tx, k); ok {
+			n++
+		}
+	}
+	w.WriteInt(n)
+}
+
+func typeCmd(ctx *Context, w Writer, args [][]byte) {
+	v, _ := ctx.Engine().Get(ctx.Tx, args[1])
+	w.WriteString(v.Family.TypeName())
+}
+
+func pttl(ctx *Context, w Writer, args [][]byte) {
+	w.WriteInt(ctx.Engine().PTTL(ctx.Tx, args[1]))
+}
+
+// ttl rounds the remaining milliseconds to the nearest second, as Redis does.
+func ttl(ctx *Context, w Writer, args [][]byte) {
+	ms := ctx.Engine().PTTL(ctx.Tx, args[1])
+	if ms < 0 {
+		w.WriteInt(ms)
+		return
+	}
+	w.WriteInt((ms + 500) / 1000)
+}
+
+// get returns a CL key's TAT as redis-cell stores it: decimal nanoseconds.
+func get(ctx *Context, w Writer, args [][]byte) {
+	v, ok := ctx.Engine().Get(ctx.Tx, args[1])
+	switch {
+	case !ok:
+		w.WriteNull()
+	case v.Family != engine.FamilyCL:
+		w.WriteError(msgWrongType)
+	default:
+		var buf [20]byte
+		w.WriteBulk(strconv.AppendUint(buf[:0], v.TAT, 10))
+	}
+}
+
+func dbsize(ctx *Context, w Writer, args [][]byte) {
+	w.WriteInt(int64(ctx.Engine().Len(ctx.Tx)))
+}
+
+// flush is FLUSHDB and FLUSHALL; there is one database. ASYNC and SYNC are
+// accepted and both free the keys at once.
+func flush(ctx *Context, w Writer, args [][]byte) {
+	if len(args) > 2 || (len(args) == 2 && !equalFold(args[1], "async") && !equalFold(args[1], "sync")) {
+		w.WriteError(msgSyntax)
+		return
+	}
+	ctx.Engine().Flush(ctx.Tx)
+	w.WriteString("OK")
+}
+
+// keys lists the live keys matching a glob pattern.
+func keys(ctx *Context, w Writer, args [][]byte) {
+	pattern := args[1]
+	all := len(pattern) == 1 && pattern[0] == '*'
+	var out []string
+	e := ctx.Engine()
+	for cursor := uint64(0); ; {
+		cursor = e.Scan(ctx.Tx, cursor, e.Shards()<<20, func(k string, _ engine.Family) {
+			if all || globMatch(pattern, []byte(k)) {
+				out = append(out, k)
+			}
+		})
+		if cursor == 0 {
+			break
+		}
+	}
+	w.WriteArray(len(out))
+	for _, k := range out {
+		w.WriteBulkString(k)
+	}
+}
+
+// scan is SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]. The cursor
+// walks shards: every key present for the whole iteration is returned
+// exactly once, and COUNT is the least number of keys looked at per call.
+func scan(ctx *Context, w Writer, args [][]byte) {
+	// >> Args
+	cursor, err := strconv.ParseUint(string(args[1]), 10, 64)
+	if err != nil {
+		w.WriteError(msgInvalidCursor)
+		return
+	}
+	count := int64(10)
+	var pattern, typeName []byte
+	for i := 2; i < len(args); i += 2 {
+		if i+1 >= len(args) {
+			w.WriteError(msgSyntax)
+			return
+		}
+		switch opt, val := args[i], args[i+1]; {
+		case equalFold(opt, "match"):
+			pattern = val
+		case equalFold(opt, "count"):
+			n, ok := parseRedisInt(val)
+			if !ok {
+				w.WriteError(msgNotInteger)
+				return
+			}
+			if n < 1 {
+				w.WriteError(msgSyntax)
+				return
+			}
+			count = n
+		case equalFold(opt, "type"):
+			typeName = val
+		default:
+			w.WriteError(msgSyntax)
+			return
+		}
+	}
+	matchAll := pattern == nil || (len(pattern) == 1 && pattern[0] == '*')
+
+	// >> Operation
+	var out []string
+	if cursor < uint64(ctx.Engine().Shards()) {
+		limit := int(min(count, int64(1<<30)))
+		cursor = ctx.Engine().Scan(ctx.Tx, cursor, limit, func(k string, f engine.Family) {
+			if typeName != nil && !equalFold(typeName, f.TypeName()) {
+				return
+			}
+			if matchAll || globMatch(pattern, []byte(k)) {
+				out = append(out, k)
+			}
+		})
+	} else {
+		cursor = 0
+	}
+
+	// >> Response
+	w.WriteArray(2)
+	w.WriteBulkString(strconv.FormatUint(cursor, 10))
+	w.WriteArray(len(out))
+	for _, k := range out {
+		w.WriteBulkString(k)
+	}
+}

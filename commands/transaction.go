@@ -1,0 +1,62 @@
+package commands
+
+// transactionCommands are MULTI, EXEC and DISCARD. Queued commands run under
+// one engine transaction: their shards are locked together, so no other
+// client sees a state between two of them.
+func transactionCommands() []*Command {
+	return []*Command{
+		{Name: "multi", Arity: 1, Flags: FlagNoMulti | FlagFast | FlagNoScript | FlagLoading | FlagStale | FlagAllowBusy,
+			Group: "transactions", Since: "1.2.0", Summary: "Starts a transaction.", Run: multi},
+		{Name: "exec", Arity: 1, Flags: FlagNoMulti | FlagNoScript | FlagLoading | FlagStale,
+			Group: "transactions", Since: "1.2.0", Summary: "Executes all commands in a transaction.", Run: nil},
+		{Name: "discard", Arity: 1, Flags: FlagNoMulti | FlagFast | FlagNoScript | FlagLoading | FlagStale | FlagAllowBusy,
+			Group: "transactions", Since: "2.0.0", Summary: "Discards a transaction.", Run: discard},
+	}
+}
+
+func multi(ctx *Context, w Writer, args [][]byte) {
+	if ctx.Client.multi != nil {
+		w.WriteError(msgMultiNested)
+		return
+	}
+	ctx.Client.multi = &multiState{}
+	w.WriteString("OK")
+}
+
+func discard(ctx *Context, w Writer, args [][]byte) {
+	if ctx.Client.multi == nil {
+		w.WriteError(msgDiscardNoMulti)
+		return
+	}
+	ctx.Client.multi = nil
+	w.WriteString("OK")
+}
+
+// exec runs the queued commands atomically and replies with their replies.
+func (c *Commands) exec(ctx *Context, w Writer, args [][]byte) {
+	m := ctx.Client.multi
+	if m == nil {
+		w.WriteError(msgExecNoMulti)
+		return
+	}
+	ctx.Client.multi = nil
+	if m.failed {
+		w.WriteError(msgExecAbort)
+		return
+	}
+	cmds := make([]*Command, len(m.queued))
+	var keys [][]byte
+	all := false
+	for i, q := range m.queued {
+		cmds[i] = c.table.lookup(q[0])
+		keys = append(keys, cmds[i].keys(q)...)
+		all = all || cmds[i].Flags&FlagAllKeys != 0
+	}
+	tx := ctx.Engine().Begin(keys, all)
+	defer tx.End()
+	inner := &Context{Client: ctx.Client, Tx: tx, cmds: c}
+	w.WriteArray(len(cmds))
+	for i, cmd := range cmds {
+		c.run(inner, &errorCounter{Writer: w}, cmd, m.queued[i])
+	}
+}

@@ -1,0 +1,32 @@
+package commands
+
+// Writer is where a handler writes its reply. The server implements it over a
+// connection and speaks RESP2 or RESP3 as the client chose with HELLO;
+// tests implement it over a buffer.
+type Writer interface {
+	// WriteError writes an error reply; msg starts with its code ("ERR ...").
+	WriteError(msg string)
+	// WriteString writes a simple string reply ("+OK").
+	WriteString(s string)
+	// WriteBulk writes a binary-safe bulk string.
+	WriteBulk(b []byte)
+	// WriteBulkString writes a bulk string.
+	WriteBulkString(s string)
+	// WriteInt writes an integer reply.
+	WriteInt(n int64)
+	// WriteArray writes the header of an array of n elements.
+	WriteArray(n int)
+	// WriteMap writes the header of a map of n pairs: a RESP3 map, or a flat
+	// array of 2n elements in RESP2.
+	WriteMap(n int)
+	// WriteSet writes the header of a set of n elements: a RESP3 set, or an
+	// array in RESP2.
+	WriteSet(n int)
+	// WriteNull writes the null reply of the client's protocol.
+	WriteNull()
+	// WriteNullArray writes RESP2's null array (*-1), or the RESP3 null.
+	WriteNullArray()
+	// WriteVerbatim writes text: a RESP3 verbatim string of format "txt",
+	// or a bulk string in RESP2.
+	WriteVerbatim(s string)
+}

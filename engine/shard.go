@@ -1,0 +1,155 @@
+package engine
+
+import (
+	"sync"
+
+	"github.com/tidwall/btree"
+)
+
+// entry is one key's state. Expiry follows Redis's rule: the key is gone
+// once the clock in milliseconds is past expireAt.
+type entry struct {
+	key      string
+	expireAt int64 // unix ms
+	indexed  int64 // the time the key is filed under in the expiry index, <= expireAt
+	tat      uint64
+	family   Family
+}
+
+// expiryItem files a key in a shard's expiry index.
+type expiryItem struct {
+	at  int64 // unix ms
+	key string
+}
+
+func expiryLess(a, b expiryItem) bool {
+	return a.at < b.at || (a.at == b.at && a.key < b.key)
+}
+
+// shard is one lock's worth of keyspace. Entries live in a slab indexed by
+// the map, so updating a key allocates nothing. The expiry index files each
+// key once, at or before its expiry: extending a key's life (the common case)
+// leaves the index alone, and the sweep refiles keys it finds still alive.
+type shard struct {
+	mu      sync.Mutex // guards slots, entries, free, expiry
+	slots   map[string]uint32
+	entries []entry
+	free    []uint32
+	expiry  *btree.BTreeG[expiryItem] // not safe for concurrent use; guarded by mu
+}
+
+func newShard() *shard {
+	return &shard{
+		slots:  make(map[string]uint32),
+		expiry: btree.NewBTreeGOptions(expiryLess, btree.Options{NoLocks: true}),
+	}
+}
+
+// lookup returns the live entry for key, removing it if it has expired.
+func (s *shard) lookup(key []byte, nowMs int64) *entry {
+	i, ok := s.slots[string(key)]
+	if !ok {
+		return nil
+	}
+	e := &s.entries[i]
+	if nowMs > e.expireAt {
+		s.remove(i)
+		return nil
+	}
+	return e
+}
+
+// create adds key with the given family and expiry; the key must be absent.
+func (s *shard) create(key []byte, family Family, expireAt int64) *entry {
+	name := string(key)
+	var i uint32
+	if n := len(s.free); n > 0 {
+		i = s.free[n-1]
+		s.free = s.free[:n-1]
+	} else {
+		s.entries = append(s.entries, entry{})
+		i = uint32(len(s.entries) - 1)
+	}
+	s.slots[name] = i
+	s.entries[i] = entry{key: name, family: family, expireAt: expireAt, indexed: expireAt}
+	s.expiry.Set(expiryItem{at: expireAt, key: name})
+	return &s.entries[i]
+}
+
+// setExpiry moves e's expiry, refiling it only when it moves earlier than
+// where the index has it.
+func (s *shard) setExpiry(e *entry, expireAt int64) {
+	e.expireAt = expireAt
+	if expireAt < e.indexed {
+		s.expiry.Delete(expiryItem{at: e.indexed, key: e.key})
+		s.expiry.Set(expiryItem{at: expireAt, key: e.key})
+		e.indexed = expireAt
+	}
+}
+
+// removeKey deletes key if present (expired or not) and reports whether a
+// live key was deleted.
+func (s *shard) removeKey(key []byte, nowMs int64) bool {
+	i, ok := s.slots[string(key)]
+	if !ok {
+		return false
+	}
+	live := nowMs <= s.entries[i].expireAt
+	s.remove(i)
+	return live
+}
+
+// remove deletes the entry in slot i.
+func (s *shard) remove(i uint32) {
+	e := &s.entries[i]
+	s.expiry.Delete(expiryItem{at: e.indexed, key: e.key})
+	delete(s.slots, e.key)
+	*e = entry{}
+	s.free = append(s.free, i)
+}
+
+// sweep removes up to max expired keys and reports how many it removed and
+// whether it stopped because of max.
+func (s *shard) sweep(nowMs int64, max int) (removed int, more bool) {
+	for seen := 0; seen < max; seen++ {
+		it, ok := s.expiry.Min()
+		if !ok || it.at >= nowMs {
+			return removed, false
+		}
+		i := s.slots[it.key]
+		e := &s.entries[i]
+		if nowMs > e.expireAt {
+			s.remove(i)
+			removed++
+			continue
+		}
+		s.expiry.Delete(it)
+		s.expiry.Set(expiryItem{at: e.expireAt, key: e.key})
+		e.indexed = e.expireAt
+	}
+	return removed, true
+}
+
+// live counts the keys that have not expired.
+func (s *shard) live(nowMs int64) int {
+	n := len(s.slots)
+	s.expiry.Scan(func(it expiryItem) bool {
+		if it.at >= nowMs {
+			return false
+		}
+		if nowMs > s.entries[s.slots[it.key]].expireAt {
+			n--
+		}
+		return true
+	})
+	return n
+}
+
+// flush removes every key and reports how many were live.
+func (s *shard) flush(nowMs int64) int {
+	n := s.live(nowMs)
+	s.slots = make(map[string]uint32)
+	s.entries, s.free = nil, nil
+	s.expiry.Clear()
+	return n
+}

@@ -1,0 +1,50 @@
+package engine
+
+import "errors"
+
+// ErrWrongType is returned when a command meets a key of another family.
+var ErrWrongType = errors.New("key holds another family")
+
+// Throttle runs CL.THROTTLE's GCRA on key: it decides, stores the new state
+// as redis-cell would and returns the decision. tx is nil outside a
+// transaction. It allocates nothing when the key exists.
+func (e *Engine) Throttle(tx *Txn, key []byte, q GCRAQuota, quantity int64) (Result, error) {
+	if emissionInterval(q.Count, q.Period) == 0 {
+		return Result{}, ErrZeroRate // before the key is read, as redis-cell does
+	}
+	s, unlock := e.acquire(tx, key)
+	if unlock {
+		defer s.mu.Unlock()
+	}
+	now := e.now().UnixNano()
+	nowMs := now / 1_000_000
+
+	var st gcraState
+	ent := s.lookup(key, nowMs)
+	if ent != nil {
+		if ent.family != FamilyCL {
+			return Result{}, ErrWrongType
+		}
+		st = gcraState{tat: ent.tat, ok: true}
+	}
+	step, err := gcra(now, st, q, quantity)
+	if err != nil || !step.store {
+		return step.result, err
+	}
+	if step.ttlMillis < 0 {
+		// redis-cell clears the expiry here and leaves a TAT in the past
+		// forever; the key limits nothing, so cellserver forgets it.
+		if ent != nil {
+			s.removeKey(key, nowMs)
+		}
+		return step.result, nil
+	}
+	expireAt := nowMs + step.ttlMillis
+	if ent == nil {
+		ent = s.create(key, FamilyCL, expireAt)
+	} else {
+		s.setExpiry(ent, expireAt)
+	}
+	ent.tat = step.tat
+	return step.result, nil
+}
