@@ -96,10 +96,9 @@ func (c *Commands) Dispatch(w Writer, cl *Client, args [][]byte) {
 	if len(args) == 0 {
 		return
 	}
-	c.processed.Add(1)
-	cmd := c.table.lookup(args[0])
+	cmd, msg := c.resolve(args)
 	if cmd == nil {
-		c.reject(w, cl, nil, unknownCommand(args))
+		c.reject(w, cl, nil, msg)
 		return
 	}
 	if !arityOK(cmd.Arity, len(args)) {
@@ -118,10 +117,32 @@ func (c *Commands) Dispatch(w Writer, cl *Client, args [][]byte) {
 	c.run(ctx, ew, cmd, args)
 }
 
+// resolve finds the table row for args: the command, or for a container
+// (CLIENT, CONFIG, COMMAND) given a subcommand, the subcommand's row, as
+// Redis 7 looks commands up. It returns the error text when there is none.
+func (c *Commands) resolve(args [][]byte) (*Command, string) {
+	cmd := c.table.lookup(args[0])
+	if cmd == nil {
+		return nil, unknownCommand(args)
+	}
+	if len(cmd.Sub) == 0 || len(args) < 2 {
+		return cmd, ""
+	}
+	if sub := cmd.subcommand(args[1]); sub != nil {
+		return sub, ""
+	}
+	name := args[1]
+	if len(name) > 128 {
+		name = name[:128]
+	}
+	return nil, fmt.Sprintf(msgUnknownSub, oneLine(string(name)), strings.ToUpper(cmd.Name))
+}
+
 // run calls the handler and counts the call, its time and its outcome.
 func (c *Commands) run(ctx *Context, ew *errorCounter, cmd *Command, args [][]byte) {
 	start := time.Now()
 	cmd.Run(ctx, ew, args)
+	c.processed.Add(1)
 	st := &cmd.stats
 	st.calls.Add(1)
 	st.usec.Add(time.Since(start).Microseconds())
@@ -173,7 +194,7 @@ func unknownCommand(args [][]byte) string {
 	if len(name) > 128 {
 		name = name[:128]
 	}
-	return fmt.Sprintf(msgUnknownCommand, name, b.String())
+	return oneLine(fmt.Sprintf(msgUnknownCommand, name, b.String()))
 }
 
 // copyArgs copies args, which the connection's reader may reuse.

@@ -36,3 +36,24 @@ const (
 // MsgInternal is the reply to a command whose handler panicked; the server
 // writes it after recovering. It takes the command name.
 const MsgInternal = msgInternal
+
+// Connection, server and introspection commands' texts (Redis 7's).
+const (
+	msgProtoNotInt      = "ERR Protocol version is not an integer or out of range"
+	msgHelloOption      = "ERR Syntax error in HELLO option '%s'"
+	msgAuthNoPassword   = "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"
+	msgInvalidClientID  = "ERR Invalid client ID"
+	msgUnknownClientTyp = "ERR Unknown client type '%s'"
+	msgSetInfoOption    = "ERR Unrecognized option '%s'"
+	msgSetInfoValue     = "ERR %s cannot contain spaces, newlines or special characters."
+	msgInvalidCommand   = "ERR Invalid command specified"
+	msgNoKeyArguments   = "ERR The command has no key arguments"
+	msgInvalidArgCount  = "ERR Invalid number of arguments specified for command"
+	msgInvalidArguments = "ERR Invalid arguments specified for command"
+	msgConfigUnknown    = "ERR Unknown option or number of arguments for CONFIG SET - '%s'"
+	msgConfigImmutable  = "ERR CONFIG SET failed (possibly related to argument '%s') - can't set immutable config"
+
+	// cellserver's own: Redis would stop replying, which cellserver does
+	// not support yet.
+	msgClientReplyMode = "ERR CLIENT REPLY OFF and SKIP are not supported; only ON is"
+)

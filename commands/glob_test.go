@@ -32,7 +32,7 @@ func TestGlobMatch(t *testing.T) {
 		{"[", "a", false},
 		{"a[", "ab", false},
 		{"*[]]", "x]", false}, // Redis: "[]" is an empty class
-		{"CL", "cl", false}, // case-sensitive
+		{"CL", "cl", false},   // case-sensitive
 	}
 	for _, c := range cases {
 		if got := globMatch([]byte(c.pattern), []byte(c.s)); got != c.want {

@@ -21,11 +21,11 @@ func (r *respWriter) line(prefix byte, s string) {
 	r.buf.WriteString(s)
 	r.buf.WriteString("\r\n")
 }
-func (r *respWriter) WriteError(msg string)  { r.line('-', msg) }
-func (r *respWriter) WriteString(s string)   { r.line('+', s) }
-func (r *respWriter) WriteBulk(b []byte)     { r.WriteBulkString(string(b)) }
-func (r *respWriter) WriteInt(n int64)       { r.line(':', strconv.FormatInt(n, 10)) }
-func (r *respWriter) WriteArray(n int)       { r.line('*', strconv.Itoa(n)) }
+func (r *respWriter) WriteError(msg string) { r.line('-', msg) }
+func (r *respWriter) WriteString(s string)  { r.line('+', s) }
+func (r *respWriter) WriteBulk(b []byte)    { r.WriteBulkString(string(b)) }
+func (r *respWriter) WriteInt(n int64)      { r.line(':', strconv.FormatInt(n, 10)) }
+func (r *respWriter) WriteArray(n int)      { r.line('*', strconv.Itoa(n)) }
 func (r *respWriter) WriteBulkString(s string) {
 	r.line('$', strconv.Itoa(len(s)))
 	r.buf.WriteString(s)

@@ -48,7 +48,7 @@ func (c *Commands) exec(ctx *Context, w Writer, args [][]byte) {
 	var keys [][]byte
 	all := false
 	for i, q := range m.queued {
-		cmds[i] = c.table.lookup(q[0])
+		cmds[i], _ = c.resolve(q) // queued commands resolved once already
 		keys = append(keys, cmds[i].keys(q)...)
 		all = all || cmds[i].Flags&FlagAllKeys != 0
 	}

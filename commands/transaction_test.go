@@ -28,6 +28,13 @@ func TestMultiExec(t *testing.T) {
 		{[]string{"DISCARD"}, "+OK\r\n"},
 		{[]string{"MULTI"}, "+OK\r\n"},
 		{[]string{"EXEC"}, "*0\r\n"},
+		// A subcommand is resolved and its arity checked when it is queued.
+		{[]string{"MULTI"}, "+OK\r\n"},
+		{[]string{"CLIENT", "SETNAME"}, "-ERR wrong number of arguments for 'client|setname' command\r\n"},
+		{[]string{"CLIENT", "NOSUCH"}, "-ERR unknown subcommand 'NOSUCH'. Try CLIENT HELP.\r\n"},
+		{[]string{"CLIENT", "SETNAME", "x"}, "+QUEUED\r\n"},
+		{[]string{"EXEC"}, "-EXECABORT Transaction discarded because of previous errors.\r\n"},
+		{[]string{"CLIENT", "GETNAME"}, "$-1\r\n"},
 	}
 	for _, s := range steps {
 		if got := h.do(s.args...); got != s.want {

@@ -1,0 +1,126 @@
+package commands
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// clientInfo is CLIENT INFO: the caller's line of CLIENT LIST.
+func clientInfo(ctx *Context, w Writer, args [][]byte) {
+	var b strings.Builder
+	appendClientLine(&b, ctx.Client, true, ctx.Engine().Now())
+	w.WriteVerbatim(b.String())
+}
+
+// clientList is CLIENT LIST [TYPE type] [ID id ...].
+func clientList(ctx *Context, w Writer, args [][]byte) {
+	// >> Args
+	var ids []int64
+	normal := true // every cellserver client is of type normal
+	switch {
+	case len(args) > 3 && equalFold(args[2], "id"):
+		for _, a := range args[3:] {
+			id, ok := parseRedisInt(a)
+			if !ok {
+				w.WriteError(msgInvalidClientID)
+				return
+			}
+			ids = append(ids, id)
+		}
+	case len(args) == 4 && equalFold(args[2], "type"):
+		switch t := args[3]; {
+		case equalFold(t, "normal"):
+		case equalFold(t, "master"), equalFold(t, "replica"), equalFold(t, "slave"), equalFold(t, "pubsub"):
+			normal = false
+		default:
+			w.WriteError(fmt.Sprintf(msgUnknownClientTyp, oneLine(string(t))))
+			return
+		}
+	case len(args) != 2:
+		w.WriteError(msgSyntax)
+		return
+	}
+
+	// >> Operation
+	clients := connectedClients(ctx)
+	var list []*Client
+	switch {
+	case ids != nil:
+		for _, id := range ids {
+			if i, ok := slices.BinarySearchFunc(clients, id, func(c *Client, id int64) int {
+				return cmp.Compare(c.ID, id)
+			}); ok {
+				list = append(list, clients[i])
+			}
+		}
+	case normal:
+		list = clients
+	}
+
+	// >> Response
+	now := ctx.Engine().Now()
+	var b strings.Builder
+	for _, c := range list {
+		appendClientLine(&b, c, c == ctx.Client, now)
+	}
+	w.WriteVerbatim(b.String())
+}
+
+// connectedClients returns the host's clients sorted by id, with the
+// caller's live state in place of its snapshot (and added if the host's
+// snapshot lacks it).
+func connectedClients(ctx *Context) []*Client {
+	infos := ctx.cmds.opts.Host.Clients()
+	clients := make([]*Client, 0, len(infos)+1)
+	self := false
+	for i := range infos {
+		if infos[i].ID == ctx.Client.ID {
+			self = true
+			clients = append(clients, ctx.Client)
+			continue
+		}
+		clients = append(clients, &infos[i].Client)
+	}
+	if !self {
+		clients = append(clients, ctx.Client)
+	}
+	slices.SortFunc(clients, func(a, b *Client) int { return cmp.Compare(a.ID, b.ID) })
+	return clients
+}
+
+// appendClientLine appends c's CLIENT LIST line, newline included, in
+// Redis 7's field order (with 7.2's lib-name and lib-ver). self is set for
+// the calling client, whose MULTI queue may be read; another client's
+// queue belongs to its goroutine, so only whether it is in MULTI is shown.
+// Buffers and memory are not tracked per client and read 0; there is no
+// file descriptor to show, so fd is -1.
+func appendClientLine(b *strings.Builder, c *Client, self bool, now time.Time) {
+	flags, multi := "N", -1
+	if c.InMulti() {
+		flags, multi = "x", 0
+		if self {
+			multi = len(c.multi.queued)
+		}
+	}
+	idle := int64(now.Sub(c.LastActive) / time.Second)
+	if self {
+		idle = 0 // it is running a command now
+	}
+	cmd := c.LastCommand
+	if cmd == "" {
+		cmd = "NULL"
+	}
+	b.WriteString("id=")
+	b.WriteString(strconv.FormatInt(c.ID, 10))
+	b.WriteString(" addr=" + c.Addr + " laddr=" + c.LocalAddr + " fd=-1 name=" + c.Name)
+	b.WriteString(" age=" + strconv.FormatInt(int64(now.Sub(c.Created)/time.Second), 10))
+	b.WriteString(" idle=" + strconv.FormatInt(max(idle, 0), 10))
+	b.WriteString(" flags=" + flags + " db=0 sub=0 psub=0 ssub=0 multi=" + strconv.Itoa(multi))
+	b.WriteString(" qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0")
+	b.WriteString(" events=r cmd=" + cmd + " user=default redir=-1 resp=" + strconv.Itoa(c.Proto))
+	b.WriteString(" lib-name=" + c.LibName + " lib-ver=" + c.LibVer + "\n")
+}
