@@ -1,12 +1,15 @@
 module github.com/cellserver/cellserver
 
-go 1.26.8
+go 1.24.0
+
+require (
+	github.com/redis/go-redis/v9 v9.7.0
+	github.com/tidwall/btree v1.7.0
+	github.com/tidwall/redcon v1.6.2
+)
 
 require (
 	github.com/cespare/xxhash/v2 v2.2.0 // indirect
 	github.com/dgryski/go-rendezvous v0.0.0-20200823014737-9f7001d12a5f // indirect
-	github.com/redis/go-redis/v9 v9.7.0 // indirect
-	github.com/tidwall/btree v1.7.0 // indirect
 	github.com/tidwall/match v1.1.1 // indirect
-	github.com/tidwall/redcon v1.6.2 // indirect
 )

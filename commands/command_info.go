@@ -21,8 +21,8 @@ func commandCommand() *Command {
 		Sub: []*Command{
 			sub("count", 2, "2.8.13", "Returns a count of commands.", commandCount),
 			sub("docs", -2, "7.0.0", "Returns documentary information about one, multiple or all commands.", commandDocs),
-			sub("getkeys", -3, "2.8.13", "Extracts the key names from an arbitrary command.", commandGetKeys),
-			sub("getkeysandflags", -3, "7.0.0",
+			sub("getkeys", -4, "2.8.13", "Extracts the key names from an arbitrary command.", commandGetKeys),
+			sub("getkeysandflags", -4, "7.0.0",
 				"Extracts the key names and access flags for an arbitrary command.", commandGetKeysAndFlags),
 			sub("info", -2, "2.8.13", "Returns information about one, multiple or all commands.", commandInfo),
 			sub("list", -2, "7.0.0", "Returns a list of command names.", commandList),

@@ -10,12 +10,12 @@ func TestCommandGetKeys(t *testing.T) {
 			wantArray(1) + wantArray(2) + wantBulk("k") + "*3\r\n+RW\r\n+access\r\n+update\r\n"},
 		{[]string{"COMMAND", "GETKEYS", "nosuch", "a"}, wantErr("ERR Invalid command specified")},
 		{[]string{"COMMAND", "GETKEYS", "client", "nosuch"}, wantErr("ERR Invalid command specified")},
-		{[]string{"COMMAND", "GETKEYS", "ping"}, wantErr("ERR The command has no key arguments")},
+		{[]string{"COMMAND", "GETKEYS", "ping"}, wantErr("ERR wrong number of arguments for 'command|getkeys' command")},
+		{[]string{"COMMAND", "GETKEYS", "ping", "x"}, wantErr("ERR The command has no key arguments")},
 		{[]string{"COMMAND", "GETKEYS", "client", "list"}, wantErr("ERR The command has no key arguments")},
-		{[]string{"COMMAND", "GETKEYS", "get"}, wantErr("ERR Invalid number of arguments specified for command")},
+		{[]string{"COMMAND", "GETKEYS", "get"}, wantErr("ERR wrong number of arguments for 'command|getkeys' command")},
 		{[]string{"COMMAND", "GETKEYS", "get", "a", "b"}, wantErr("ERR Invalid number of arguments specified for command")},
-		{[]string{"COMMAND", "GETKEYS", "cl.throttle"}, wantErr("ERR Invalid arguments specified for command")},
-		{[]string{"COMMAND", "GETKEYS", "get"}, wantErr("ERR Invalid number of arguments specified for command")},
+		{[]string{"COMMAND", "GETKEYS", "cl.throttle"}, wantErr("ERR wrong number of arguments for 'command|getkeys' command")},
 		{[]string{"COMMAND", "GETKEYS"}, wantErr("ERR wrong number of arguments for 'command|getkeys' command")},
 	})
 }

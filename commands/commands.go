@@ -163,6 +163,11 @@ func (c *Commands) reject(w Writer, cl *Client, cmd *Command, msg string) {
 	if cl.multi != nil {
 		cl.multi.failed = true
 	}
+	if cmd != nil && cmd.Name == "exec" {
+		// Redis answers a rejected EXEC by discarding the transaction.
+		cl.multi = nil
+		msg = msgExecAbortBecause + strings.TrimPrefix(msg, "ERR ")
+	}
 	w.WriteError(msg)
 }
 

@@ -13,6 +13,7 @@ const (
 	msgExecNoMulti      = "ERR EXEC without MULTI"
 	msgDiscardNoMulti   = "ERR DISCARD without MULTI"
 	msgExecAbort        = "EXECABORT Transaction discarded because of previous errors."
+	msgExecAbortBecause = "EXECABORT Transaction discarded because of: "
 	msgWatchInMulti     = "ERR WATCH inside MULTI is not allowed"
 	msgDBIndex          = "ERR DB index is out of range"
 	msgSelectInvalid    = "ERR value is not an integer or out of range"

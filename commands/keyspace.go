@@ -139,8 +139,8 @@ func keys(ctx *Context, w Writer, args [][]byte) {
 // exactly once, and COUNT is the least number of keys looked at per call.
 func scan(ctx *Context, w Writer, args [][]byte) {
 	// >> Args
-	cursor, err := strconv.ParseUint(string(args[1]), 10, 64)
-	if err != nil {
+	cursor, ok := parseScanCursor(args[1])
+	if !ok {
 		w.WriteError(msgInvalidCursor)
 		return
 	}
@@ -197,4 +197,34 @@ func scan(ctx *Context, w Writer, args [][]byte) {
 	for _, k := range out {
 		w.WriteBulkString(k)
 	}
+}
+
+// parseScanCursor reads a SCAN cursor as Redis does, with C's strtoul: an
+// optional sign, then decimal digits (none at all reads as 0, so "" is 0);
+// a minus sign negates modulo 2^64; leading space or trailing bytes are
+// invalid, and so is a value beyond 64 bits.
+func parseScanCursor(b []byte) (uint64, bool) {
+	neg := false
+	if len(b) > 0 && (b[0] == '+' || b[0] == '-') {
+		neg = b[0] == '-'
+		b = b[1:]
+		if len(b) == 0 {
+			return 0, false // a lone sign: strtoul reads nothing
+		}
+	}
+	var n uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		d := uint64(c - '0')
+		if n > (1<<64-1-d)/10 {
+			return 0, false
+		}
+		n = n*10 + d
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
 }

@@ -32,6 +32,10 @@ func TestKeyspaceCommands(t *testing.T) {
 		{[]string{"DEL"}, "-ERR wrong number of arguments for 'del' command\r\n"},
 		{[]string{"FLUSHDB", "now"}, "-ERR syntax error\r\n"},
 		{[]string{"SCAN", "x"}, "-ERR invalid cursor\r\n"},
+		{[]string{"SCAN", "+"}, "-ERR invalid cursor\r\n"},
+		{[]string{"SCAN", " 1"}, "-ERR invalid cursor\r\n"},
+		{[]string{"SCAN", "18446744073709551616"}, "-ERR invalid cursor\r\n"},
+		{[]string{"SCAN", "-1"}, "*2\r\n$1\r\n0\r\n*0\r\n"}, // strtoul: -1 is 2^64-1
 		{[]string{"SCAN", "0", "COUNT", "0"}, "-ERR syntax error\r\n"},
 		{[]string{"SCAN", "0", "COUNT", "x"}, "-ERR value is not an integer or out of range\r\n"},
 		{[]string{"SCAN", "0", "MATCH"}, "-ERR syntax error\r\n"},
@@ -45,6 +49,18 @@ func TestKeyspaceCommands(t *testing.T) {
 	for _, c := range cases {
 		if got := h.do(c.args...); got != c.want {
 			t.Errorf("%q: got %q, want %q", c.args, got, c.want)
+		}
+	}
+}
+
+// TestScanCursorLikeStrtoul: "" and "-0" read as cursor 0, as Redis's strtoul does.
+func TestScanCursorLikeStrtoul(t *testing.T) {
+	h := newHarness(t)
+	h.do("CL.THROTTLE", "k", "15", "30", "60")
+	want := h.do("SCAN", "0")
+	for _, c := range []string{"", "-0", "+0", "00"} {
+		if got := h.do("SCAN", c); got != want {
+			t.Errorf("SCAN %q = %q, want %q", c, got, want)
 		}
 	}
 }

@@ -9,6 +9,7 @@ func TestMultiExec(t *testing.T) {
 		want string
 	}{
 		{[]string{"EXEC"}, "-ERR EXEC without MULTI\r\n"},
+		{[]string{"EXEC", "x"}, "-EXECABORT Transaction discarded because of: wrong number of arguments for 'exec' command\r\n"},
 		{[]string{"DISCARD"}, "-ERR DISCARD without MULTI\r\n"},
 		{[]string{"MULTI"}, "+OK\r\n"},
 		{[]string{"MULTI"}, "-ERR MULTI calls can not be nested\r\n"},
@@ -35,6 +36,9 @@ func TestMultiExec(t *testing.T) {
 		{[]string{"CLIENT", "SETNAME", "x"}, "+QUEUED\r\n"},
 		{[]string{"EXEC"}, "-EXECABORT Transaction discarded because of previous errors.\r\n"},
 		{[]string{"CLIENT", "GETNAME"}, "$-1\r\n"},
+		{[]string{"MULTI"}, "+OK\r\n"},
+		{[]string{"EXEC", "x"}, "-EXECABORT Transaction discarded because of: wrong number of arguments for 'exec' command\r\n"},
+		{[]string{"EXEC"}, "-ERR EXEC without MULTI\r\n"}, // the rejected EXEC discarded it
 	}
 	for _, s := range steps {
 		if got := h.do(s.args...); got != s.want {

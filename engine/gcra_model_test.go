@@ -16,7 +16,7 @@ func modelGCRA(now int64, st gcraState, q GCRAQuota, quantity int64) (gcraStep, 
 		return gcraStep{}, ErrZeroRate
 	}
 	limit := q.MaxBurst + 1
-	dvt := big.NewInt(ei * limit)  // i64 products wrap, as in redis-cell
+	dvt := big.NewInt(ei * limit) // i64 products wrap, as in redis-cell
 	inc := big.NewInt(ei * quantity)
 	nowB := big.NewInt(now)
 	tat := new(big.Int).Set(nowB)

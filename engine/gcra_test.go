@@ -156,9 +156,9 @@ func TestGCRARetryAfterRounding(t *testing.T) {
 		elapsed   int64
 		wantRetry int64
 	}{
-		{ms(500), 2},            // 1.5s left → 2
-		{ms(1000), 1},           // exactly 1s left → 1
-		{ms(1000) + 1_000, 1},   // 0.999999s left: ms part 999 → 0+1 = 1
+		{ms(500), 2},          // 1.5s left → 2
+		{ms(1000), 1},         // exactly 1s left → 1
+		{ms(1000) + 1_000, 1}, // 0.999999s left: ms part 999 → 0+1 = 1
 	}
 	for _, c := range cases {
 		step, _ := gcra(start+c.elapsed, st, q, 1)

@@ -28,6 +28,12 @@ func (e *Engine) Throttle(tx *Txn, key []byte, q GCRAQuota, quantity int64) (Res
 		st = gcraState{tat: ent.tat, ok: true}
 	}
 	step, err := gcra(now, st, q, quantity)
+	if err == ErrExpire && ent != nil {
+		// redis-cell writes the new TAT, far in the past, before failing to
+		// set its expiry; such a TAT limits nothing, so dropping the key
+		// gives every later call redis-cell's answer.
+		s.removeKey(key, nowMs)
+	}
 	if err != nil || !step.store {
 		return step.result, err
 	}

@@ -1,0 +1,213 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+)
+
+// config is what the command line and the environment ask for. Its zero
+// value is not meant to be used: parseConfig fills in the defaults.
+type config struct {
+	addr            string
+	shards          int
+	logLevel        slog.Level
+	logFormat       string
+	protoMaxBulkLen int64
+	showVersion     bool
+}
+
+const (
+	defaultAddr            = "127.0.0.1:6379"
+	defaultProtoMaxBulkLen = 512 << 20
+	// minProtoMaxBulkLen is Redis's lower bound for proto-max-bulk-len.
+	minProtoMaxBulkLen = 1 << 20
+	// maxShards bounds --shards so that a typo cannot allocate millions of
+	// shards; the engine rounds the number up to a power of two.
+	maxShards = 1 << 16
+)
+
+// errUsage is returned for a command line or environment that cellserver
+// cannot run with, after the reason has been written to stderr; the process
+// exits with status 2.
+var errUsage = errors.New("usage error")
+
+// option is one flag with its environment twin.
+type option struct {
+	flag, env, usage string
+	value            flag.Value
+}
+
+// parseConfig reads flags from args and, for each flag not given, its
+// environment twin from env (an empty variable counts as unset). A flag beats
+// its twin. It returns flag.ErrHelp for -h, and errUsage
+// for anything else it cannot accept, having written why to stderr.
+func parseConfig(args []string, env func(string) string, stderr io.Writer) (config, error) {
+	cfg := config{
+		addr:            defaultAddr,
+		logLevel:        slog.LevelInfo,
+		logFormat:       "text",
+		protoMaxBulkLen: defaultProtoMaxBulkLen,
+	}
+	opts := []option{
+		{"addr", "CELLSERVER_ADDR", "`host:port` to listen on (port 0 picks a free port)", (*addrValue)(&cfg.addr)},
+		{"shards", "CELLSERVER_SHARDS", "`count` of keyspace shards, rounded up to a power of two; 0 means the engine's default", (*shardsValue)(&cfg.shards)},
+		{"log-level", "CELLSERVER_LOG_LEVEL", "log `level`: debug, info, warn or error (default info)", (*levelValue)(&cfg.logLevel)},
+		{"log-format", "CELLSERVER_LOG_FORMAT", "log `format` on stderr: text or json", (*formatValue)(&cfg.logFormat)},
+		{"proto-max-bulk-len", "CELLSERVER_PROTO_MAX_BULK_LEN", "largest bulk string a client may send, in `bytes` (Redis suffixes accepted: 512mb, 1gb, ...)", (*bytesValue)(&cfg.protoMaxBulkLen)},
+	}
+
+	fs := flag.NewFlagSet("cellserver", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	for _, o := range opts {
+		fs.Var(o.value, o.flag, o.usage+" (env "+o.env+")")
+	}
+	fs.BoolVar(&cfg.showVersion, "version", false, "print the version and exit")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: cellserver [flags]\n\ncellserver speaks the Redis protocol and answers rate-limit commands (CL.THROTTLE).\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return cfg, err
+		}
+		return cfg, errUsage // the flag package has written the error and the usage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "cellserver: unexpected argument %q (run cellserver -h for usage)\n", fs.Arg(0))
+		return cfg, errUsage
+	}
+	if cfg.showVersion {
+		return cfg, nil
+	}
+
+	given := make(map[string]bool)
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	for _, o := range opts {
+		v := env(o.env)
+		if given[o.flag] || v == "" {
+			continue
+		}
+		if err := o.value.Set(v); err != nil {
+			fmt.Fprintf(stderr, "cellserver: invalid value %q for environment variable %s: %v\n", v, o.env, err)
+			return cfg, errUsage
+		}
+	}
+	return cfg, nil
+}
+
+// addrValue is a listen address, host:port with a numeric port.
+type addrValue string
+
+func (a *addrValue) String() string { return string(*a) }
+
+func (a *addrValue) Set(s string) error {
+	_, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return errors.New("want host:port, such as 127.0.0.1:6379 or :6379")
+	}
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil || n > 65535 {
+		return fmt.Errorf("port %q is not a number from 0 to 65535", port)
+	}
+	*a = addrValue(s)
+	return nil
+}
+
+// shardsValue is a shard count, 0 meaning the engine's default.
+type shardsValue int
+
+func (n *shardsValue) String() string { return strconv.Itoa(int(*n)) }
+
+func (n *shardsValue) Set(s string) error {
+	v, err := strconv.Atoi(s)
+	if err != nil || v < 0 || v > maxShards {
+		return fmt.Errorf("want a whole number from 0 to %d", maxShards)
+	}
+	*n = shardsValue(v)
+	return nil
+}
+
+// levelValue is a log level by name.
+type levelValue slog.Level
+
+func (l *levelValue) String() string { return strings.ToLower(slog.Level(*l).String()) }
+
+func (l *levelValue) Set(s string) error {
+	levels := map[string]slog.Level{
+		"debug": slog.LevelDebug, "info": slog.LevelInfo,
+		"warn": slog.LevelWarn, "error": slog.LevelError,
+	}
+	v, ok := levels[strings.ToLower(s)]
+	if !ok {
+		return errors.New("want debug, info, warn or error")
+	}
+	*l = levelValue(v)
+	return nil
+}
+
+// formatValue is a log format: text or json.
+type formatValue string
+
+func (f *formatValue) String() string { return string(*f) }
+
+func (f *formatValue) Set(s string) error {
+	switch s = strings.ToLower(s); s {
+	case "text", "json":
+		*f = formatValue(s)
+		return nil
+	}
+	return errors.New("want text or json")
+}
+
+// bytesValue is a size in bytes, written as Redis writes memory sizes.
+type bytesValue int64
+
+func (b *bytesValue) String() string { return strconv.FormatInt(int64(*b), 10) }
+
+func (b *bytesValue) Set(s string) error {
+	n, err := parseBytes(s)
+	if err != nil {
+		return err
+	}
+	if n < minProtoMaxBulkLen {
+		return fmt.Errorf("%d bytes is below the minimum of 1mb (%d)", n, minProtoMaxBulkLen)
+	}
+	*b = bytesValue(n)
+	return nil
+}
+
+// parseBytes reads a memory size as Redis's memtoll does: a whole number of
+// bytes, optionally followed (in any case) by b, k (1000), kb (1024), m
+// (1000²), mb (1024²), g (1000³) or gb (1024³).
+func parseBytes(s string) (int64, error) {
+	units := []struct {
+		suffix string
+		mul    int64
+	}{ // longer suffixes first, so "kb" is not read as "k"
+		{"kb", 1 << 10}, {"mb", 1 << 20}, {"gb", 1 << 30},
+		{"k", 1e3}, {"m", 1e6}, {"g", 1e9}, {"b", 1},
+	}
+	lower := strings.ToLower(s)
+	digits, mul := lower, int64(1)
+	for _, u := range units {
+		if strings.HasSuffix(lower, u.suffix) {
+			digits, mul = strings.TrimSuffix(lower, u.suffix), u.mul
+			break
+		}
+	}
+	errBad := fmt.Errorf("want a size in bytes such as 536870912, 512mb or 1gb")
+	if digits == "" || strings.Trim(digits, "0123456789") != "" {
+		return 0, errBad
+	}
+	n, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil || n > (1<<63-1)/mul {
+		return 0, errBad
+	}
+	return n * mul, nil
+}

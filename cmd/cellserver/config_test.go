@@ -1,0 +1,170 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"log/slog"
+	"strings"
+	"testing"
+)
+
+// envMap returns an environment lookup over m, as os.Getenv would answer.
+func envMap(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestParseConfig(t *testing.T) {
+	defaults := config{addr: defaultAddr, logLevel: slog.LevelInfo, logFormat: "text", protoMaxBulkLen: 512 << 20}
+	with := func(f func(*config)) config {
+		c := defaults
+		f(&c)
+		return c
+	}
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want config
+	}{
+		{name: "defaults", want: defaults},
+		{name: "addr flag", args: []string{"--addr", ":7000"}, want: with(func(c *config) { c.addr = ":7000" })},
+		{name: "addr flag with =", args: []string{"-addr=127.0.0.1:0"}, want: with(func(c *config) { c.addr = "127.0.0.1:0" })},
+		{name: "addr env", env: map[string]string{"CELLSERVER_ADDR": "0.0.0.0:6380"}, want: with(func(c *config) { c.addr = "0.0.0.0:6380" })},
+		{name: "ipv6 addr", args: []string{"--addr", "[::1]:6379"}, want: with(func(c *config) { c.addr = "[::1]:6379" })},
+		{name: "flag beats env", args: []string{"--addr", ":1"}, env: map[string]string{"CELLSERVER_ADDR": ":2"}, want: with(func(c *config) { c.addr = ":1" })},
+		{name: "empty env is unset", env: map[string]string{"CELLSERVER_ADDR": "", "CELLSERVER_SHARDS": ""}, want: defaults},
+		{name: "shards flag", args: []string{"--shards", "16"}, want: with(func(c *config) { c.shards = 16 })},
+		{name: "shards env", env: map[string]string{"CELLSERVER_SHARDS": "3"}, want: with(func(c *config) { c.shards = 3 })},
+		{name: "shards zero", args: []string{"--shards=0"}, want: defaults},
+		{name: "shards flag beats bad env", args: []string{"--shards=8"}, env: map[string]string{"CELLSERVER_SHARDS": "many"}, want: with(func(c *config) { c.shards = 8 })},
+		{name: "log level flag", args: []string{"--log-level", "debug"}, want: with(func(c *config) { c.logLevel = slog.LevelDebug })},
+		{name: "log level env upper case", env: map[string]string{"CELLSERVER_LOG_LEVEL": "WARN"}, want: with(func(c *config) { c.logLevel = slog.LevelWarn })},
+		{name: "log level error", args: []string{"--log-level=error"}, want: with(func(c *config) { c.logLevel = slog.LevelError })},
+		{name: "log format json", args: []string{"--log-format", "json"}, want: with(func(c *config) { c.logFormat = "json" })},
+		{name: "log format env", env: map[string]string{"CELLSERVER_LOG_FORMAT": "json"}, want: with(func(c *config) { c.logFormat = "json" })},
+		{name: "bulk len bytes", args: []string{"--proto-max-bulk-len", "1048576"}, want: with(func(c *config) { c.protoMaxBulkLen = 1 << 20 })},
+		{name: "bulk len mb", args: []string{"--proto-max-bulk-len", "64mb"}, want: with(func(c *config) { c.protoMaxBulkLen = 64 << 20 })},
+		{name: "bulk len env GB", env: map[string]string{"CELLSERVER_PROTO_MAX_BULK_LEN": "1GB"}, want: with(func(c *config) { c.protoMaxBulkLen = 1 << 30 })},
+		{name: "bulk len m is decimal", args: []string{"--proto-max-bulk-len=2m"}, want: with(func(c *config) { c.protoMaxBulkLen = 2_000_000 })},
+		{name: "version", args: []string{"--version"}, want: with(func(c *config) { c.showVersion = true })},
+		{name: "version ignores bad env", args: []string{"--version"}, env: map[string]string{"CELLSERVER_SHARDS": "x"}, want: with(func(c *config) { c.showVersion = true })},
+		{name: "all env", env: map[string]string{
+			"CELLSERVER_ADDR": "127.0.0.1:7001", "CELLSERVER_SHARDS": "64", "CELLSERVER_LOG_LEVEL": "error",
+			"CELLSERVER_LOG_FORMAT": "json", "CELLSERVER_PROTO_MAX_BULK_LEN": "2mb",
+		}, want: config{addr: "127.0.0.1:7001", shards: 64, logLevel: slog.LevelError, logFormat: "json", protoMaxBulkLen: 2 << 20}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			got, err := parseConfig(tt.args, envMap(tt.env), &stderr)
+			if err != nil {
+				t.Fatalf("parseConfig: %v; stderr:\n%s", err, stderr.String())
+			}
+			if got != tt.want {
+				t.Errorf("got  %+v\nwant %+v", got, tt.want)
+			}
+			if stderr.Len() != 0 {
+				t.Errorf("unexpected stderr: %q", stderr.String())
+			}
+		})
+	}
+}
+
+func TestParseConfigRejects(t *testing.T) {
+	tests := []struct {
+		name   string
+		args   []string
+		env    map[string]string
+		stderr string // a part of what stderr must say
+	}{
+		{name: "unknown flag", args: []string{"--port", "1"}, stderr: "flag provided but not defined: -port"},
+		{name: "positional argument", args: []string{"serve"}, stderr: `unexpected argument "serve"`},
+		{name: "addr without port", args: []string{"--addr", "localhost"}, stderr: `invalid value "localhost" for flag -addr: want host:port`},
+		{name: "addr bad port", args: []string{"--addr", ":http"}, stderr: `port "http" is not a number`},
+		{name: "addr port too big", args: []string{"--addr", ":65536"}, stderr: `port "65536"`},
+		{name: "shards negative", args: []string{"--shards", "-1"}, stderr: "want a whole number from 0 to 65536"},
+		{name: "shards too many", args: []string{"--shards", "65537"}, stderr: "want a whole number from 0 to 65536"},
+		{name: "log level", args: []string{"--log-level", "verbose"}, stderr: "want debug, info, warn or error"},
+		{name: "log format", args: []string{"--log-format", "xml"}, stderr: "want text or json"},
+		{name: "bulk len word", args: []string{"--proto-max-bulk-len", "big"}, stderr: "want a size in bytes"},
+		{name: "bulk len too small", args: []string{"--proto-max-bulk-len", "1kb"}, stderr: "below the minimum of 1mb"},
+		{name: "bulk len overflow", args: []string{"--proto-max-bulk-len", "9223372036854775807gb"}, stderr: "want a size in bytes"},
+		{name: "missing flag value", args: []string{"--addr"}, stderr: "flag needs an argument: -addr"},
+		{name: "env addr", env: map[string]string{"CELLSERVER_ADDR": "nowhere"},
+			stderr: `cellserver: invalid value "nowhere" for environment variable CELLSERVER_ADDR: want host:port`},
+		{name: "env shards", env: map[string]string{"CELLSERVER_SHARDS": "lots"},
+			stderr: `cellserver: invalid value "lots" for environment variable CELLSERVER_SHARDS: want a whole number`},
+		{name: "env log level", env: map[string]string{"CELLSERVER_LOG_LEVEL": "trace"},
+			stderr: `invalid value "trace" for environment variable CELLSERVER_LOG_LEVEL`},
+		{name: "env log format", env: map[string]string{"CELLSERVER_LOG_FORMAT": "yaml"},
+			stderr: `invalid value "yaml" for environment variable CELLSERVER_LOG_FORMAT: want text or json`},
+		{name: "env bulk len", env: map[string]string{"CELLSERVER_PROTO_MAX_BULK_LEN": "-5"},
+			stderr: `invalid value "-5" for environment variable CELLSERVER_PROTO_MAX_BULK_LEN`},
+		{name: "bad env even with other flags", args: []string{"--addr", ":1"}, env: map[string]string{"CELLSERVER_SHARDS": "1.5"},
+			stderr: "CELLSERVER_SHARDS"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			_, err := parseConfig(tt.args, envMap(tt.env), &stderr)
+			if !errors.Is(err, errUsage) {
+				t.Fatalf("err = %v, want errUsage", err)
+			}
+			if !strings.Contains(stderr.String(), tt.stderr) {
+				t.Errorf("stderr = %q, want it to contain %q", stderr.String(), tt.stderr)
+			}
+		})
+	}
+}
+
+func TestParseConfigHelp(t *testing.T) {
+	var stderr bytes.Buffer
+	_, err := parseConfig([]string{"-h"}, envMap(nil), &stderr)
+	if !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("err = %v, want flag.ErrHelp", err)
+	}
+	for _, want := range []string{"Usage: cellserver", "-addr", "CELLSERVER_ADDR", "CELLSERVER_PROTO_MAX_BULK_LEN", "-version"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("usage lacks %q:\n%s", want, stderr.String())
+		}
+	}
+}
+
+func TestParseBytes(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"0", 0, true},
+		{"536870912", 512 << 20, true},
+		{"512mb", 512 << 20, true},
+		{"512MB", 512 << 20, true},
+		{"512Mb", 512 << 20, true},
+		{"1kb", 1024, true},
+		{"1k", 1000, true},
+		{"3m", 3_000_000, true},
+		{"2gb", 2 << 30, true},
+		{"2g", 2_000_000_000, true},
+		{"100b", 100, true},
+		{"9223372036854775807", 1<<63 - 1, true},
+		{"8589934591gb", 8589934591 << 30, true},
+		{"8589934592gb", 0, false}, // overflows int64
+		{"", 0, false},
+		{"mb", 0, false},
+		{"-1", 0, false},
+		{"+1", 0, false},
+		{"1.5mb", 0, false},
+		{" 1mb", 0, false},
+		{"1 mb", 0, false},
+		{"1tb", 0, false},
+		{"9223372036854775808", 0, false},
+	}
+	for _, tt := range tests {
+		got, err := parseBytes(tt.in)
+		if (err == nil) != tt.ok || got != tt.want {
+			t.Errorf("parseBytes(%q) = %d, %v; want %d, ok=%v", tt.in, got, err, tt.want, tt.ok)
+		}
+	}
+}

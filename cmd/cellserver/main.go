@@ -1,0 +1,126 @@
+// Command cellserver is a standalone server that speaks the Redis protocol
+// and answers rate-limit commands, first of all redis-cell's CL.THROTTLE.
+//
+// Every flag has an environment twin (CELLSERVER_*); a flag beats its twin.
+// SIGINT or SIGTERM shuts the server down gracefully; a second one kills it.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/cellserver/cellserver/commands"
+	"github.com/cellserver/cellserver/engine"
+	"github.com/cellserver/cellserver/server"
+)
+
+// version is cellserver's version, set at link time:
+//
+//	go build -ldflags "-X main.version=1.2.3" ./cmd/cellserver
+var version = "dev"
+
+// shutdownTimeout is how long a graceful shutdown waits for connections to
+// finish before closing them.
+const shutdownTimeout = 10 * time.Second
+
+// Exit statuses.
+const (
+	exitOK    = 0
+	exitError = 1 // the server could not start or failed while serving
+	exitUsage = 2 // bad flags or environment
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	// After the first signal, restore the default action: a second one
+	// kills the process if the graceful shutdown hangs.
+	context.AfterFunc(ctx, stop)
+	code := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr, nil)
+	stop()
+	os.Exit(code)
+}
+
+// run is cellserver's whole life: it reads the configuration from args and
+// env, serves until ctx is done, shuts down and returns the exit status. Logs
+// go to stderr, --version to stdout. When ready is not nil, run sends it the
+// address it listens on once it accepts connections; it must have room for
+// that value or a reader.
+func run(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer, ready chan<- net.Addr) int {
+	cfg, err := parseConfig(args, env, stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case err != nil:
+		return exitUsage
+	case cfg.showVersion:
+		fmt.Fprintf(stdout, "cellserver %s\n", version)
+		return exitOK
+	}
+	return serve(ctx, cfg, newLogger(stderr, cfg.logFormat, cfg.logLevel), ready)
+}
+
+// serve wires the engine, the commands and the server as cfg says, serves
+// until ctx is done, then shuts down gracefully and returns the exit status.
+func serve(ctx context.Context, cfg config, log *slog.Logger, ready chan<- net.Addr) int {
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		log.Error("cannot listen", "addr", cfg.addr, "err", err)
+		return exitError
+	}
+	eng := engine.New(engine.Options{Shards: cfg.shards})
+	defer eng.Close()
+	cmds := commands.New(commands.Options{
+		Engine:   eng,
+		Version:  version,
+		Settings: settings(cfg, ln.Addr()),
+		Logger:   log,
+	})
+	srv := server.New(server.Config{
+		Addr:            ln.Addr().String(),
+		Handler:         cmds,
+		Logger:          log,
+		ProtoMaxBulkLen: cfg.protoMaxBulkLen,
+		MaxClients:      maxClients,
+	})
+	cmds.SetHost(srv)
+
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	log.Info("cellserver started", "addr", ln.Addr().String(), "shards", eng.Shards(), "version", version)
+	if ready != nil {
+		ready <- ln.Addr()
+	}
+
+	select {
+	case err := <-served:
+		// Serve returns before a shutdown only when accepting failed.
+		log.Error("server stopped", "err", err)
+		srv.Close()
+		return exitError
+	case <-ctx.Done():
+	}
+
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Warn("graceful shutdown timed out; closing the remaining connections", "err", err)
+		srv.Close()
+	}
+	if err := <-served; err != nil && !errors.Is(err, server.ErrServerClosed) {
+		log.Error("server stopped", "err", err)
+		return exitError
+	}
+	log.Info("stopped")
+	return exitOK
+}

@@ -1,0 +1,32 @@
+package main
+
+import (
+	"net"
+	"strconv"
+
+	"github.com/cellserver/cellserver/commands"
+)
+
+// maxClients is the connection limit CONFIG GET maxclients reports (Redis's
+// default).
+const maxClients = 10000
+
+// settings are the configuration parameters CONFIG GET reports, in Redis's
+// names and formats. listen is the address actually bound, so that port 0
+// reports the port the kernel chose.
+func settings(cfg config, listen net.Addr) []commands.Setting {
+	host, port, err := net.SplitHostPort(listen.String())
+	if err != nil {
+		host, port, _ = net.SplitHostPort(cfg.addr)
+	}
+	if h, _, err := net.SplitHostPort(cfg.addr); err == nil && h == "" {
+		host = "*" // every interface, as Redis writes it
+	}
+	return []commands.Setting{
+		{Name: "bind", Value: host},
+		{Name: "port", Value: port},
+		{Name: "proto-max-bulk-len", Value: strconv.FormatInt(cfg.protoMaxBulkLen, 10)},
+		{Name: "timeout", Value: "0"},
+		{Name: "maxclients", Value: strconv.Itoa(maxClients)},
+	}
+}

@@ -1,0 +1,112 @@
+package server
+
+import (
+	"log/slog"
+	"math"
+	"time"
+
+	"github.com/cellserver/cellserver/commands"
+)
+
+// Defaults that the zero values of Config stand for.
+const (
+	// DefaultAddr is where ListenAndServe listens when Config.Addr is empty.
+	DefaultAddr = "127.0.0.1:6379"
+	// DefaultProtoMaxBulkLen is Redis's default proto-max-bulk-len.
+	DefaultProtoMaxBulkLen = 512 << 20
+	// DefaultMaxInlineLen is Redis's PROTO_INLINE_MAX_SIZE.
+	DefaultMaxInlineLen = 64 << 10
+	// DefaultMaxClients is Redis's default maxclients.
+	DefaultMaxClients = 10000
+)
+
+// maxProtoBulkLen bounds Config.ProtoMaxBulkLen so that no offset redcon
+// computes from a length header can overflow an int.
+const maxProtoBulkLen = math.MaxInt / 4
+
+// Handler runs commands. Dispatch is called on the connection's goroutine,
+// one command at a time per connection and concurrently across connections.
+// args and the bytes they point to are valid only until Dispatch returns.
+// A panic in Dispatch is recovered: it is logged, the client gets
+// commands.MsgInternal and the connection keeps serving.
+type Handler interface {
+	// Dispatch runs the command args (args[0] is its name, as sent) for
+	// client c, writing the reply to w.
+	Dispatch(w commands.Writer, c *commands.Client, args [][]byte)
+}
+
+// HandlerFunc adapts an ordinary function to Handler.
+type HandlerFunc func(w commands.Writer, c *commands.Client, args [][]byte)
+
+// Dispatch calls f(w, c, args).
+func (f HandlerFunc) Dispatch(w commands.Writer, c *commands.Client, args [][]byte) {
+	f(w, c, args)
+}
+
+// Config configures a Server. Every field but Handler has a zero value that
+// works.
+type Config struct {
+	// Addr is the TCP address ListenAndServe listens on. "" means
+	// DefaultAddr, "127.0.0.1:6379"; a port of 0 picks a free one (see
+	// Server.Addr).
+	Addr string
+	// Handler runs the commands. Required: New panics without one.
+	Handler Handler
+	// Logger receives connections accepted and closed (Debug), failed
+	// accepts and recovered panics (Error); never one record per command.
+	// nil means slog.Default().
+	Logger *slog.Logger
+	// ProtoMaxBulkLen is the longest argument a client may send, like
+	// Redis's proto-max-bulk-len: a longer "$N" header is a protocol error
+	// ("invalid bulk length"). 0 or less means DefaultProtoMaxBulkLen
+	// (512 MiB); values above MaxInt/4 are lowered to it.
+	ProtoMaxBulkLen int64
+	// MaxInlineLen is the longest inline request (a command typed as a line
+	// of text instead of RESP) that may arrive without its newline; a longer
+	// one is a protocol error ("too big inline request"). 0 or less means
+	// DefaultMaxInlineLen (64 KiB).
+	MaxInlineLen int
+	// MaxClients is how many connections may be open at once, like Redis's
+	// maxclients: one more is answered "ERR max number of clients reached"
+	// and closed, and counts in HostStats.RejectedConnections. 0 or less
+	// means DefaultMaxClients (10000).
+	MaxClients int
+	// Now is the clock that stamps Client.Created. nil means time.Now.
+	Now func() time.Time
+}
+
+// withDefaults returns cfg with every zero value replaced by its default.
+func (cfg Config) withDefaults() Config {
+	if cfg.Addr == "" {
+		cfg.Addr = DefaultAddr
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.ProtoMaxBulkLen <= 0 {
+		cfg.ProtoMaxBulkLen = DefaultProtoMaxBulkLen
+	}
+	if cfg.ProtoMaxBulkLen > maxProtoBulkLen {
+		cfg.ProtoMaxBulkLen = maxProtoBulkLen
+	}
+	if cfg.MaxInlineLen <= 0 {
+		cfg.MaxInlineLen = DefaultMaxInlineLen
+	}
+	if cfg.MaxClients <= 0 {
+		cfg.MaxClients = DefaultMaxClients
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return cfg
+}
+
+// limits returns the framing limits cfg asks for.
+func (cfg Config) limits() limits {
+	return limits{
+		maxBulk:      cfg.ProtoMaxBulkLen,
+		maxInline:    cfg.MaxInlineLen,
+		maxHeader:    maxHeaderLen,
+		maxMultibulk: maxMultibulkLen,
+	}
+}

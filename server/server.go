@@ -1,0 +1,198 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+
+	"github.com/tidwall/redcon"
+)
+
+// ErrServerClosed is returned by Serve and ListenAndServe after Shutdown or
+// Close.
+var ErrServerClosed = errors.New("server: closed")
+
+// errAlreadyServing is returned by a second Serve.
+var errAlreadyServing = errors.New("server: already serving")
+
+// Server serves the Redis protocol on one listener. Create it with New; it
+// implements commands.Host.
+type Server struct {
+	cfg    Config // defaults filled in
+	log    *slog.Logger
+	lim    limits
+	nextID atomic.Int64 // the last client id given out
+
+	mu        sync.Mutex // guards the fields below
+	ln        *guardListener
+	shutdown  bool // Shutdown or Close has been called
+	conns     map[*conn]struct{}
+	total     int64         // connections accepted
+	rejected  int64         // connections refused for MaxClients
+	drained   chan struct{} // closed once shutdown is set and conns is empty
+	isDrained bool
+}
+
+// New returns a server configured by cfg. It panics if cfg.Handler is nil.
+func New(cfg Config) *Server {
+	if cfg.Handler == nil {
+		panic("server: Config.Handler is nil")
+	}
+	cfg = cfg.withDefaults()
+	return &Server{
+		cfg:     cfg,
+		log:     cfg.Logger,
+		lim:     cfg.limits(),
+		conns:   make(map[*conn]struct{}),
+		drained: make(chan struct{}),
+	}
+}
+
+// ListenAndServe listens on Config.Addr over TCP and serves. It returns
+// ErrServerClosed after Shutdown or Close, or the error that stopped it.
+func (s *Server) ListenAndServe() error {
+	s.mu.Lock()
+	shut := s.shutdown
+	s.mu.Unlock()
+	if shut {
+		return ErrServerClosed
+	}
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return err
+	}
+	return s.Serve(ln)
+}
+
+// Serve accepts connections on ln, serving each on its own goroutine, until
+// Shutdown or Close, after which it returns ErrServerClosed; it closes ln.
+// It returns another error only if ln fails. A Server serves one listener:
+// a second Serve fails.
+func (s *Server) Serve(ln net.Listener) error {
+	gl := newGuardListener(ln, s.lim, s.log)
+	s.mu.Lock()
+	switch {
+	case s.shutdown:
+		s.mu.Unlock()
+		_ = ln.Close()
+		return ErrServerClosed
+	case s.ln != nil:
+		s.mu.Unlock()
+		return errAlreadyServing
+	}
+	s.ln = gl
+	s.mu.Unlock()
+
+	err := redcon.Serve(gl, s.serveCommand, s.accept, s.closed)
+
+	s.mu.Lock()
+	shut := s.shutdown
+	s.mu.Unlock()
+	switch {
+	case shut:
+		return ErrServerClosed
+	case err != nil:
+		return err
+	case gl.failed() != nil:
+		return gl.failed()
+	}
+	return ErrServerClosed
+}
+
+// Addr returns the address the server listens on, or nil before Serve or
+// ListenAndServe has started.
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln == nil {
+		return nil
+	}
+	return s.ln.Addr()
+}
+
+// Shutdown stops the server gracefully: it stops accepting, closes idle
+// connections, lets every connection finish the batch of commands it is
+// running and flush its replies, closes it, and returns once all
+// connections are closed. If ctx ends first, Shutdown closes the remaining
+// connections at once and returns ctx.Err(); a handler still running then
+// finishes on its own. Serve returns ErrServerClosed.
+func (s *Server) Shutdown(ctx context.Context) error {
+	ln, conns := s.beginShutdown()
+	var err error
+	if ln != nil {
+		err = ln.stopAccepting()
+	}
+	for _, c := range conns {
+		c.guard.shutdown()
+	}
+	select {
+	case <-s.drained:
+	case <-ctx.Done():
+		for _, c := range s.connList() {
+			_ = c.guard.Close()
+		}
+		err = ctx.Err()
+	}
+	if ln != nil {
+		ln.releaseAccept()
+	}
+	return err
+}
+
+// Close stops the server at once: it stops accepting and closes every
+// connection, dropping replies not yet flushed. It returns once every
+// connection's goroutine has finished, which waits for handlers that are
+// running. Serve returns ErrServerClosed.
+func (s *Server) Close() error {
+	ln, conns := s.beginShutdown()
+	var err error
+	if ln != nil {
+		err = ln.stopAccepting()
+	}
+	for _, c := range conns {
+		_ = c.guard.Close()
+	}
+	<-s.drained
+	if ln != nil {
+		ln.releaseAccept()
+	}
+	return err
+}
+
+// beginShutdown marks the server as shutting down and returns its listener
+// and connections.
+func (s *Server) beginShutdown() (*guardListener, []*conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.shutdown = true
+	s.checkDrainedLocked()
+	return s.ln, s.connListLocked()
+}
+
+// checkDrainedLocked closes s.drained once the server is shutting down and
+// has no connections left. s.mu is held.
+func (s *Server) checkDrainedLocked() {
+	if s.shutdown && len(s.conns) == 0 && !s.isDrained {
+		s.isDrained = true
+		close(s.drained)
+	}
+}
+
+// connList returns the open connections.
+func (s *Server) connList() []*conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.connListLocked()
+}
+
+// connListLocked returns the open connections. s.mu is held.
+func (s *Server) connListLocked() []*conn {
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	return conns
+}

@@ -1,0 +1,98 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net"
+	"testing"
+	"time"
+)
+
+func TestShutdownLetsRunningBatchFinish(t *testing.T) {
+	h := start(t, Config{})
+	busy, idle := h.dial(), h.dial()
+	idle.send("PING\r\n")
+	idle.expect("+PONG\r\n")
+	busy.send("SLOW\r\nPING\r\n") // one batch: both commands run
+	h.waitSlow()
+
+	done := make(chan error, 1)
+	go func() { done <- h.srv.Shutdown(context.Background()) }()
+	h.ln.waitClosed(t)
+	if c, err := net.Dial("tcp", h.addr); err == nil {
+		c.Close()
+		t.Error("a new connection was accepted during Shutdown")
+	}
+	idle.expectClosed() // idle connections close at once
+	select {
+	case err := <-done:
+		t.Fatalf("Shutdown returned %v while a command was running", err)
+	default:
+	}
+
+	h.releaseSlow()
+	busy.expect("+DONE\r\n+PONG\r\n")
+	busy.expectClosed()
+	if err := <-done; err != nil {
+		t.Errorf("Shutdown = %v", err)
+	}
+	if err := h.serveResult(); !errors.Is(err, ErrServerClosed) {
+		t.Errorf("Serve = %v, want ErrServerClosed", err)
+	}
+	if n := h.srv.Stats().ConnectedClients; n != 0 {
+		t.Errorf("%d clients connected after Shutdown", n)
+	}
+}
+
+func TestShutdownContextEndsFirst(t *testing.T) {
+	h := start(t, Config{})
+	busy := h.dial()
+	busy.send("SLOW\r\n")
+	h.waitSlow()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- h.srv.Shutdown(ctx) }()
+	h.ln.waitClosed(t)
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Shutdown = %v, want context.Canceled", err)
+		}
+	case <-time.After(testTimeout):
+		t.Fatal("Shutdown did not return when its context ended")
+	}
+	busy.expectClosed() // force-closed: the reply is lost
+	if err := h.serveResult(); !errors.Is(err, ErrServerClosed) {
+		t.Errorf("Serve = %v, want ErrServerClosed", err)
+	}
+	h.releaseSlow() // the handler finishes on its own
+}
+
+func TestShutdownWithoutServe(t *testing.T) {
+	s := New(Config{Handler: newFakeHandler()})
+	if err := s.Shutdown(context.Background()); err != nil {
+		t.Errorf("Shutdown = %v", err)
+	}
+	if err := s.ListenAndServe(); !errors.Is(err, ErrServerClosed) {
+		t.Errorf("ListenAndServe after Shutdown = %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("Close after Shutdown = %v", err)
+	}
+}
+
+func TestCloseDropsConnections(t *testing.T) {
+	h := start(t, Config{})
+	c := h.dial()
+	c.send("PING\r\n")
+	c.expect("+PONG\r\n")
+	if err := h.srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c.expectClosed()
+	if err := h.serveResult(); !errors.Is(err, ErrServerClosed) {
+		t.Errorf("Serve = %v", err)
+	}
+}

@@ -1,0 +1,85 @@
+package server
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/cellserver/cellserver/commands"
+	"github.com/tidwall/redcon"
+)
+
+// newTestWriter returns a replyWriter over a buffer, for a client speaking
+// RESP proto.
+func newTestWriter(proto int) (*replyWriter, *bytes.Buffer) {
+	var buf bytes.Buffer
+	c := commands.NewClient(1, "a", "b", time.Unix(1700000000, 0))
+	c.Proto = proto
+	return &replyWriter{out: redcon.NewWriter(&buf), client: c}, &buf
+}
+
+func TestWriterCountsEveryByte(t *testing.T) {
+	for _, proto := range []int{2, 3} {
+		for _, method := range []string{"error", "string", "bulk", "bulkstring", "int", "array", "map", "set", "null", "nullarray", "verbatim"} {
+			w, _ := newTestWriter(proto)
+			w.begin()
+			writeSample(w, method)
+			if got := len(w.out.Buffer()); got != w.n || got == 0 {
+				t.Errorf("RESP%d %s: wrote %d bytes, counted %d", proto, method, got, w.n)
+			}
+		}
+	}
+}
+
+func TestWriterVerbatimLongerThanScratch(t *testing.T) {
+	w, buf := newTestWriter(3)
+	long := string(bytes.Repeat([]byte("abcdefg"), 40))
+	w.WriteVerbatim(long)
+	if err := w.out.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	want := "=284\r\ntxt:" + long + "\r\n"
+	if buf.String() != want {
+		t.Errorf("got %q, want %q", buf, want)
+	}
+}
+
+func TestWriterDiscardTakesBackOneCommand(t *testing.T) {
+	w, buf := newTestWriter(2)
+	w.begin()
+	w.WriteInt(1)
+	w.begin()
+	w.WriteArray(3)
+	w.WriteBulkString("partial")
+	w.WriteVerbatim("x")
+	w.discard()
+	w.WriteError("ERR e")
+	if err := w.out.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if want := ":1\r\n-ERR e\r\n"; buf.String() != want {
+		t.Errorf("got %q, want %q", buf, want)
+	}
+}
+
+func TestWriterHotPathAllocatesNothing(t *testing.T) {
+	w, buf := newTestWriter(3)
+	val := []byte("value")
+	allocs := testing.AllocsPerRun(1000, func() {
+		w.begin()
+		w.WriteArray(5)
+		w.WriteInt(0)
+		w.WriteInt(1234567)
+		w.WriteBulk(val)
+		w.WriteBulkString("key")
+		w.WriteMap(1)
+		w.WriteString("OK")
+		w.WriteError("ERR x")
+		w.WriteNull()
+		_ = w.out.Flush()
+		buf.Reset()
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations per reply, want 0", allocs)
+	}
+}
