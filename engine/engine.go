@@ -20,6 +20,9 @@ type Options struct {
 	// SweepBatch is how many expired keys a shard gives up per lock hold;
 	// 0 means 256.
 	SweepBatch int
+	// TrackChanges makes the engine note which keys change, for a writer
+	// that copies them to a backing store (Changes).
+	TrackChanges bool
 }
 
 // Engine is cellserver's keyspace: every key's rate-limit state, sharded,
@@ -30,6 +33,7 @@ type Engine struct {
 	seed   maphash.Seed
 	now    func() time.Time
 	batch  int
+	track  bool
 
 	expired atomic.Int64 // keys removed because they expired
 
@@ -53,6 +57,7 @@ func New(opts Options) *Engine {
 		seed:   maphash.MakeSeed(),
 		now:    opts.Now,
 		batch:  opts.SweepBatch,
+		track:  opts.TrackChanges,
 		stop:   make(chan struct{}),
 		done:   make(chan struct{}),
 	}
@@ -63,7 +68,7 @@ func New(opts Options) *Engine {
 		e.batch = 256
 	}
 	for i := range e.shards {
-		e.shards[i] = newShard()
+		e.shards[i] = newShard(opts.TrackChanges)
 	}
 	interval := opts.SweepInterval
 	if interval == 0 {

@@ -31,18 +31,25 @@ func expiryLess(a, b expiryItem) bool {
 // key once, at or before its expiry: extending a key's life (the common case)
 // leaves the index alone, and the sweep refiles keys it finds still alive.
 type shard struct {
-	mu      sync.Mutex // guards slots, entries, free, expiry
+	mu      sync.Mutex // guards slots, entries, free, expiry, changed
 	slots   map[string]uint32
 	entries []entry
 	free    []uint32
 	expiry  *btree.BTreeG[expiryItem] // not safe for concurrent use; guarded by mu
+	// changed holds the keys whose state changed since the backing store's
+	// writer last took them; nil when nothing is written behind.
+	changed map[string]struct{}
 }
 
-func newShard() *shard {
-	return &shard{
+func newShard(track bool) *shard {
+	s := &shard{
 		slots:  make(map[string]uint32),
 		expiry: btree.NewBTreeGOptions(expiryLess, btree.Options{NoLocks: true}),
 	}
+	if track {
+		s.changed = make(map[string]struct{})
+	}
+	return s
 }
 
 // lookup returns the live entry for key, removing it if it has expired.
@@ -95,6 +102,7 @@ func (s *shard) removeKey(key []byte, nowMs int64) bool {
 		return false
 	}
 	live := nowMs <= s.entries[i].expireAt
+	s.markChanged(s.entries[i].key)
 	s.remove(i)
 	return live
 }
@@ -148,6 +156,9 @@ func (s *shard) live(nowMs int64) int {
 // flush removes every key and reports how many were live.
 func (s *shard) flush(nowMs int64) int {
 	n := s.live(nowMs)
+	for name := range s.slots {
+		s.markChanged(name)
+	}
 	s.slots = make(map[string]uint32)
 	s.entries, s.free = nil, nil
 	s.expiry.Clear()

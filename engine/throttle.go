@@ -52,5 +52,6 @@ func (e *Engine) Throttle(tx *Txn, key []byte, q GCRAQuota, quantity int64) (Res
 		s.setExpiry(ent, expireAt)
 	}
 	ent.tat = step.tat
+	s.markChanged(ent.key)
 	return step.result, nil
 }

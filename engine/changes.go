@@ -1,0 +1,117 @@
+package engine
+
+// Record is one key's state as a backing store keeps it: a live key with its
+// expiry, or the news that the key is gone.
+type Record struct {
+	Key    string
+	Family Family
+	// TAT is a CL key's theoretical arrival time, nanoseconds since the epoch.
+	TAT uint64
+	// ExpireAtMs is when the key is gone: once the clock in milliseconds is
+	// past it, as Redis's PXAT means it.
+	ExpireAtMs int64
+	// Deleted says the key no longer exists (DEL, FLUSHALL, a TAT that
+	// limits nothing); the other fields are unset.
+	Deleted bool
+}
+
+// markChanged notes that key's state changed, when changes are tracked.
+// name must be the entry's own key string, so that noting allocates only
+// when the set grows.
+func (s *shard) markChanged(name string) {
+	if s.changed != nil {
+		s.changed[name] = struct{}{}
+	}
+}
+
+// Changes appends to buf the records of the keys changed since they were
+// last taken, at most max of them, and forgets that they changed. A key
+// changed many times is one record with its latest state: the set of changed
+// keys is bounded by the keyspace, never overflows and drops nothing. It
+// returns buf unchanged when changes are not tracked (Options.TrackChanges).
+func (e *Engine) Changes(buf []Record, max int) []Record {
+	if !e.track {
+		return buf
+	}
+	nowMs := e.nowMs()
+	for _, s := range e.shards {
+		if len(buf) >= max {
+			break
+		}
+		s.mu.Lock()
+		for name := range s.changed {
+			if len(buf) >= max {
+				break
+			}
+			delete(s.changed, name)
+			buf = append(buf, s.record(name, nowMs))
+		}
+		s.mu.Unlock()
+	}
+	return buf
+}
+
+// record returns key's current state as a Record.
+func (s *shard) record(name string, nowMs int64) Record {
+	i, ok := s.slots[name]
+	if !ok || nowMs > s.entries[i].expireAt {
+		return Record{Key: name, Deleted: true}
+	}
+	ent := &s.entries[i]
+	return Record{Key: name, Family: ent.family, TAT: ent.tat, ExpireAtMs: ent.expireAt}
+}
+
+// MarkChanged notes again that keys changed, so that the next Changes
+// returns their state: for a write to the backing store that failed.
+func (e *Engine) MarkChanged(keys []string) {
+	if !e.track {
+		return
+	}
+	for _, k := range keys {
+		s := e.shards[e.shardIndex([]byte(k))]
+		s.mu.Lock()
+		s.changed[k] = struct{}{}
+		s.mu.Unlock()
+	}
+}
+
+// Pending is the number of keys changed and not yet taken by Changes.
+func (e *Engine) Pending() int {
+	n := 0
+	for _, s := range e.shards {
+		s.mu.Lock()
+		n += len(s.changed)
+		s.mu.Unlock()
+	}
+	return n
+}
+
+// Restore merges a record read back from the backing store into the
+// keyspace and reports whether it was taken. An expired or deleted record is
+// skipped. A CL key present in memory keeps the later TAT, the conservative
+// one; when memory's wins, the key is noted as changed so the backing store
+// gets it.
+func (e *Engine) Restore(rec Record) bool {
+	nowMs := e.nowMs()
+	if rec.Deleted || rec.Family == FamilyNone || nowMs > rec.ExpireAtMs {
+		return false
+	}
+	key := []byte(rec.Key)
+	s := e.shards[e.shardIndex(key)]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ent := s.lookup(key, nowMs)
+	switch {
+	case ent == nil:
+		ent = s.create(key, rec.Family, rec.ExpireAtMs)
+	case ent.family != rec.Family:
+		return false // memory's key, of another family, is newer than the copy
+	case rec.Family == FamilyCL && ent.tat >= rec.TAT:
+		s.markChanged(ent.key)
+		return false
+	default:
+		s.setExpiry(ent, rec.ExpireAtMs)
+	}
+	ent.tat = rec.TAT
+	return true
+}
