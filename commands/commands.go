@@ -23,6 +23,9 @@ type Options struct {
 	Settings []Setting
 	// Logger receives nothing per command; nil means slog.Default().
 	Logger *slog.Logger
+	// Persistence, if set, returns the fields INFO's persistence section
+	// adds about the backing store (status, pending keys, flushes, ...).
+	Persistence func() []Setting
 }
 
 // Commands is the command table with its dispatcher and per-command counters.

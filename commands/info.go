@@ -129,6 +129,11 @@ func infoPersistence(b *strings.Builder, ctx *Context) {
 		"aof_enabled:0\r\naof_rewrite_in_progress:0\r\naof_rewrite_scheduled:0\r\n"+
 		"aof_last_bgrewrite_status:ok\r\naof_last_write_status:ok\r\n",
 		ctx.cmds.started.Unix())
+	if p := ctx.cmds.opts.Persistence; p != nil {
+		for _, f := range p() {
+			fmt.Fprintf(b, "%s:%s\r\n", f.Name, f.Value)
+		}
+	}
 }
 
 func infoStats(b *strings.Builder, ctx *Context) {

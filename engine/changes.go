@@ -1,5 +1,7 @@
 package engine
 
+import "context"
+
 // Record is one key's state as a backing store keeps it: a live key with its
 // expiry, or the news that the key is gone.
 type Record struct {
@@ -114,4 +116,15 @@ func (e *Engine) Restore(rec Record) bool {
 	}
 	ent.tat = rec.TAT
 	return true
+}
+
+// Backing is a store that keeps a copy of the keyspace, written behind and
+// read back at start. The persist package implements it over Redis.
+type Backing interface {
+	// Save writes each record: a live key's state with its expiry, or the
+	// key's deletion. It returns an error if any record may not have been
+	// written; the caller then marks them all changed again.
+	Save(ctx context.Context, recs []Record) error
+	// Load calls fn for every key the store holds, with its expiry.
+	Load(ctx context.Context, fn func(Record)) error
 }
