@@ -104,6 +104,10 @@ func (c *Commands) Dispatch(w Writer, cl *Client, args [][]byte) {
 		c.reject(w, cl, nil, msg)
 		return
 	}
+	if msg := c.authorize(cl, cmd, args); msg != "" {
+		c.reject(w, cl, cmd, msg)
+		return
+	}
 	if !arityOK(cmd.Arity, len(args)) {
 		c.reject(w, cl, cmd, fmt.Sprintf(msgWrongArity, cmd.Name))
 		return
@@ -145,6 +149,7 @@ func (c *Commands) resolve(args [][]byte) (*Command, string) {
 func (c *Commands) run(ctx *Context, ew *errorCounter, cmd *Command, args [][]byte) {
 	start := time.Now()
 	cmd.Run(ctx, ew, args)
+	c.observe(ctx, cmd, args, start, ew.errors)
 	c.processed.Add(1)
 	st := &cmd.stats
 	st.calls.Add(1)
