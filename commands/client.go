@@ -25,6 +25,14 @@ type Client struct {
 	LastActive time.Time
 	// Close is set by QUIT: the server flushes the reply and closes.
 	Close bool
+	// User is the user the connection runs as (CLIENT LIST's user=):
+	// "default" until AUTH or HELLO ... AUTH succeeds as another user, and
+	// again after RESET.
+	User string
+	// Authenticated is set once AUTH or HELLO ... AUTH has succeeded, and
+	// cleared by RESET. A connection that has not authenticated may still
+	// run every command when the default user needs no password.
+	Authenticated bool
 
 	// multi holds the MULTI state: queued commands and whether one failed
 	// to queue (which makes EXEC abort).
@@ -37,7 +45,7 @@ type Client struct {
 
 // NewClient returns the state of a connection that has just been accepted.
 func NewClient(id int64, addr, localAddr string, now time.Time) *Client {
-	return &Client{ID: id, Addr: addr, LocalAddr: localAddr, Created: now, LastActive: now, Proto: 2}
+	return &Client{ID: id, Addr: addr, LocalAddr: localAddr, Created: now, LastActive: now, Proto: 2, User: defaultUser}
 }
 
 // InMulti reports whether the client is queueing commands after MULTI.
@@ -49,7 +57,18 @@ type multiState struct {
 	failed bool // a command failed to queue: EXEC answers EXECABORT
 }
 
-// reset brings the client back to a new connection's state (RESET).
+// reset brings the client back to a new connection's state (RESET). As in
+// Redis, that makes it the default user again, not authenticated: when the
+// default user needs a password, the client must authenticate anew.
 func (c *Client) reset() {
 	c.Name, c.Proto, c.multi = "", 2, nil
+	c.User, c.Authenticated = defaultUser, false
+}
+
+// userName is the client's user for CLIENT LIST.
+func (c *Client) userName() string {
+	if c.User == "" {
+		return defaultUser
+	}
+	return c.User
 }

@@ -76,7 +76,7 @@ func TestClientSetInfoShowsInList(t *testing.T) {
 func TestClientHelp(t *testing.T) {
 	got := newHarness(t).do("CLIENT", "HELP")
 	if !strings.HasPrefix(got, "*27\r\n+CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:\r\n+GETNAME\r\n") ||
-		!strings.HasSuffix(got, "+HELP\r\n+    Print this help.\r\n") {
+		!strings.HasSuffix(got, "+HELP\r\n+    Prints this help.\r\n") {
 		t.Fatalf("CLIENT HELP = %q", got)
 	}
 }

@@ -121,6 +121,6 @@ func appendClientLine(b *strings.Builder, c *Client, self bool, now time.Time) {
 	b.WriteString(" idle=" + strconv.FormatInt(max(idle, 0), 10))
 	b.WriteString(" flags=" + flags + " db=0 sub=0 psub=0 ssub=0 multi=" + strconv.Itoa(multi))
 	b.WriteString(" qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0")
-	b.WriteString(" events=r cmd=" + cmd + " user=default redir=-1 resp=" + strconv.Itoa(c.Proto))
+	b.WriteString(" events=r cmd=" + cmd + " user=" + c.userName() + " redir=-1 resp=" + strconv.Itoa(c.Proto))
 	b.WriteString(" lib-name=" + c.LibName + " lib-ver=" + c.LibVer + "\n")
 }

@@ -26,6 +26,22 @@ type Options struct {
 	// Persistence, if set, returns the fields INFO's persistence section
 	// adds about the backing store (status, pending keys, flushes, ...).
 	Persistence func() []Setting
+	// Users are who may authenticate, and with which passwords (see
+	// LoadUsers). Nil means only a default user without a password: every
+	// client is authenticated from the start.
+	Users *Users
+	// SlowlogLogSlowerThan is Redis's slowlog-log-slower-than: a command
+	// that runs for at least this many microseconds is kept in the slow log
+	// (SLOWLOG GET); 0 keeps every command, a negative value none.
+	SlowlogLogSlowerThan int64
+	// SlowlogMaxLen is Redis's slowlog-max-len: how many entries the slow
+	// log keeps, dropping the oldest. 0 keeps none, so the zero Options keep
+	// no slow log; cellserver's flags default to Redis's 10000 and 128.
+	SlowlogMaxLen int
+
+	// obs holds the commands' *observer (metrics and slow log), made on
+	// first use; it is state, not configuration.
+	obs atomic.Value
 }
 
 // Commands is the command table with its dispatcher and per-command counters.

@@ -3,6 +3,7 @@ package commands
 import (
 	"bytes"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -112,14 +113,21 @@ func (c *Commands) configParams() []Setting {
 		{Name: "databases", Value: "1"},
 		{Name: "save", Value: ""},
 		{Name: "appendonly", Value: "no"},
-		{Name: "maxmemory", Value: "0"},
+		{Name: "maxmemory", Value: strconv.FormatInt(c.opts.Engine.MaxMemory(), 10)},
+		{Name: "maxmemory-policy", Value: maxmemoryPolicy},
+		{Name: "slowlog-log-slower-than", Value: strconv.FormatInt(c.opts.SlowlogLogSlowerThan, 10)},
+		{Name: "slowlog-max-len", Value: strconv.Itoa(max(c.opts.SlowlogMaxLen, 0))},
 	} {
 		if _, ok := findSetting(params, p.Name); !ok {
 			params = append(params, p)
 		}
 	}
-	return params
+	return c.withAuthSettings(params)
 }
+
+// maxmemoryPolicy is the Redis policy that names how cellserver evicts: the
+// keys with the soonest expiry first (engine.Options.MaxMemory).
+const maxmemoryPolicy = "volatile-ttl"
 
 // setting returns the value CONFIG GET reports for the named parameter.
 func (c *Commands) setting(name string) (string, bool) {

@@ -24,8 +24,9 @@ func TestConfigGet(t *testing.T) {
 		// Patterns match in any case; each parameter is reported once.
 		{[]string{"CONFIG", "GET", "P*", "port", "*port"}, wantArray(2) + pair("port", "6380")},
 		{[]string{"CONFIG", "GET", "[bd]*"}, wantArray(4) + pair("bind", "127.0.0.1") + pair("databases", "1")},
-		{[]string{"CONFIG", "GET", "*"}, wantArray(12) + pair("port", "6380") + pair("bind", "127.0.0.1") +
-			pair("maxmemory", "100mb") + pair("databases", "1") + pair("save", "") + pair("appendonly", "no")},
+		{[]string{"CONFIG", "GET", "*"}, wantArray(18) + pair("port", "6380") + pair("bind", "127.0.0.1") +
+			pair("maxmemory", "100mb") + pair("databases", "1") + pair("save", "") + pair("appendonly", "no") +
+			pair("maxmemory-policy", "volatile-ttl") + pair("slowlog-log-slower-than", "0") + pair("slowlog-max-len", "0")},
 		{[]string{"CONFIG", "GET"}, wantErr("ERR wrong number of arguments for 'config|get' command")},
 		{[]string{"CONFIG"}, wantErr("ERR wrong number of arguments for 'config' command")},
 		{[]string{"CONFIG", "REWRITE"}, wantErr("ERR unknown subcommand 'REWRITE'. Try CONFIG HELP.")},

@@ -58,3 +58,19 @@ const (
 	// not support yet.
 	msgClientReplyMode = "ERR CLIENT REPLY OFF and SKIP are not supported; only ON is"
 )
+
+// Authentication texts (Redis 7.0's).
+const (
+	msgNoAuth = "NOAUTH Authentication required."
+	// msgHelloNoAuth is Redis 7.0's wording; 7.2 writes "HELLO <proto> AUTH".
+	msgHelloNoAuth = "NOAUTH HELLO must be called with the client already authenticated, otherwise the " +
+		"HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP " +
+		"protocol version at the same time"
+)
+
+// Bounds and the slow log's texts (Redis 7's).
+const (
+	msgOOM              = "OOM command not allowed when used memory > 'maxmemory'."
+	msgSlowlogCount     = "ERR count should be greater than or equal to -1"
+	msgSubcommandSyntax = "ERR unknown subcommand or wrong number of arguments for '%s'. Try %s HELP."
+)

@@ -7,13 +7,17 @@ import "fmt"
 // cellserver's own version is INFO's cellserver_version.
 const redisVersion = "7.0.15"
 
-// defaultUser is the only user there is; it has no password yet, so any
-// password authenticates it.
+// defaultUser is the user every connection starts as.
 const defaultUser = "default"
 
 // hello is HELLO [protover [AUTH username password] [SETNAME clientname]].
 // It switches the connection's protocol before replying, so the reply is in
 // the new protocol as in Redis: the server's Writer follows Client.Proto.
+//
+// The options take effect one by one, in order, exactly as in Redis 7.0: an
+// AUTH or SETNAME before a failing option stays done (HELLO 3 AUTH u p FOO
+// authenticates, then answers the syntax error), and a client that is still
+// not authenticated after them gets NOAUTH with the protocol unchanged.
 func hello(ctx *Context, w Writer, args [][]byte) {
 	// >> Args
 	proto := 0
@@ -30,35 +34,33 @@ func hello(ctx *Context, w Writer, args [][]byte) {
 		}
 		proto, next = int(v), 2
 	}
-	var user, name []byte
-	authenticate, rename := false, false
+
+	// >> Operation
+	cl := ctx.Client
 	for i := next; i < len(args); i++ {
 		more := len(args) - 1 - i
 		switch opt := args[i]; {
 		case equalFold(opt, "auth") && more >= 2:
-			user, authenticate = args[i+1], true
+			if !ctx.cmds.login(cl, args[i+1], args[i+2]) {
+				w.WriteError(msgHelloAuth)
+				return
+			}
 			i += 2
 		case equalFold(opt, "setname") && more >= 1:
-			name, rename = args[i+1], true
+			if !validClientName(args[i+1]) {
+				w.WriteError(msgClientName)
+				return
+			}
+			cl.Name = string(args[i+1])
 			i++
 		default:
 			w.WriteError(fmt.Sprintf(msgHelloOption, oneLine(string(opt))))
 			return
 		}
 	}
-
-	// >> Operation
-	if authenticate && string(user) != defaultUser {
-		w.WriteError(msgHelloAuth)
+	if ctx.cmds.AuthRequired(cl) {
+		w.WriteError(msgHelloNoAuth)
 		return
-	}
-	if rename && !validClientName(name) {
-		w.WriteError(msgClientName)
-		return
-	}
-	cl := ctx.Client
-	if rename {
-		cl.Name = string(name)
 	}
 	if proto != 0 {
 		cl.Proto = proto
@@ -82,18 +84,30 @@ func hello(ctx *Context, w Writer, args [][]byte) {
 	w.WriteArray(0)
 }
 
-// auth is AUTH [username] password. There are no passwords yet: the
-// one-argument form gets Redis's answer for a server without one, and the
-// default user authenticates with any password.
+// auth is AUTH [username] password. The one-argument form authenticates the
+// default user, and is refused with Redis's text when the default user has
+// no password. A failed attempt changes nothing: a client authenticated
+// before stays so, as in Redis.
 func auth(ctx *Context, w Writer, args [][]byte) {
-	switch {
-	case len(args) > 3:
+	// >> Args
+	if len(args) > 3 {
 		w.WriteError(msgSyntax)
-	case len(args) == 2:
-		w.WriteError(msgAuthNoPassword)
-	case string(args[1]) != defaultUser:
-		w.WriteError(msgHelloAuth)
-	default:
-		w.WriteString("OK")
+		return
 	}
+	name, password := []byte(defaultUser), args[1]
+	if len(args) == 3 {
+		name, password = args[1], args[2]
+	} else if !ctx.cmds.opts.Users.PasswordSet() {
+		w.WriteError(msgAuthNoPassword)
+		return
+	}
+
+	// >> Operation
+	if !ctx.cmds.login(ctx.Client, name, password) {
+		w.WriteError(msgHelloAuth)
+		return
+	}
+
+	// >> Response
+	w.WriteString("OK")
 }

@@ -108,18 +108,22 @@ func infoClients(b *strings.Builder, ctx *Context) {
 
 // infoMemory reports the Go heap: used_memory is the live heap, and
 // used_memory_rss what the runtime holds from the OS and has not given back.
+// used_memory_dataset is the keyspace's estimate, the figure maxmemory
+// bounds; its policy is always Redis's volatile-ttl (every key has a TTL,
+// and the soonest to expire go first).
 func infoMemory(b *strings.Builder, ctx *Context) {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	rss := m.Sys - m.HeapReleased
-	maxmemory, _ := ctx.cmds.setting("maxmemory")
-	maxBytes, _ := strconv.ParseUint(maxmemory, 10, 64)
+	maxBytes := uint64(ctx.Engine().MaxMemory())
 	fmt.Fprintf(b, "# Memory\r\n"+
 		"used_memory:%d\r\nused_memory_human:%s\r\nused_memory_rss:%d\r\nused_memory_rss_human:%s\r\n"+
-		"maxmemory:%s\r\nmaxmemory_human:%s\r\nmaxmemory_policy:noeviction\r\nmem_allocator:go\r\n"+
+		"used_memory_dataset:%d\r\n"+
+		"maxmemory:%d\r\nmaxmemory_human:%s\r\nmaxmemory_policy:%s\r\nmem_allocator:go\r\n"+
 		"go_heap_objects:%d\r\ngo_gc_count:%d\r\n",
 		m.HeapAlloc, bytesToHuman(m.HeapAlloc), rss, bytesToHuman(rss),
-		maxmemory, bytesToHuman(maxBytes), m.HeapObjects, m.NumGC)
+		ctx.Engine().Used(),
+		maxBytes, bytesToHuman(maxBytes), maxmemoryPolicy, m.HeapObjects, m.NumGC)
 }
 
 func infoPersistence(b *strings.Builder, ctx *Context) {
@@ -141,11 +145,13 @@ func infoStats(b *strings.Builder, ctx *Context) {
 	host := c.opts.Host.Stats()
 	fmt.Fprintf(b, "# Stats\r\n"+
 		"total_connections_received:%d\r\ntotal_commands_processed:%d\r\nrejected_connections:%d\r\n"+
-		"expired_keys:%d\r\nevicted_keys:0\r\nevicted_clients:0\r\n"+
+		"expired_keys:%d\r\nevicted_keys:%d\r\nevicted_clients:0\r\n"+
 		"pubsub_channels:0\r\npubsub_patterns:0\r\npubsubshard_channels:0\r\n"+
 		"total_error_replies:%d\r\n",
 		host.TotalConnections, c.processed.Load(), host.RejectedConnections,
-		ctx.Engine().ExpiredKeys(), c.errors.Load())
+		ctx.Engine().ExpiredKeys(), ctx.Engine().EvictedKeys(), c.errors.Load())
+	allowed, limited := c.decisions()
+	fmt.Fprintf(b, "throttle_allowed_calls:%d\r\nthrottle_limited_calls:%d\r\n", allowed, limited)
 }
 
 func infoReplication(b *strings.Builder, _ *Context) {

@@ -1,7 +1,184 @@
 package commands
 
-import "time"
+import (
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// latencyBounds are the upper bounds of the latency histogram's buckets:
+// 5µs to 1s, in steps of 1, 2.5, 5 and 10. Read-only.
+var latencyBounds = [...]time.Duration{
+	5 * time.Microsecond, 10 * time.Microsecond, 25 * time.Microsecond, 50 * time.Microsecond,
+	100 * time.Microsecond, 250 * time.Microsecond, 500 * time.Microsecond,
+	time.Millisecond, 2500 * time.Microsecond, 5 * time.Millisecond, 10 * time.Millisecond,
+	25 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond,
+	250 * time.Millisecond, 500 * time.Millisecond, time.Second,
+}
+
+// LatencyBounds returns the upper bounds of the latency histogram's buckets
+// (CommandMetrics.Buckets), ascending.
+func LatencyBounds() []time.Duration { return slices.Clone(latencyBounds[:]) }
+
+// CommandMetrics is a copy of one command's counters, for metrics.
+type CommandMetrics struct {
+	// Name is the command's lower-case name; a subcommand's is
+	// "container|sub", as in INFO commandstats.
+	Name string
+	// Decides says whether the command answers allowed or limited
+	// (CL.THROTTLE): its calls that answer count as Allowed or Limited,
+	// where other commands' count as OK.
+	Decides bool
+	// Allowed, Limited, Errors and OK count the calls by outcome; Errors
+	// are the calls whose reply was or held an error. Each call counts once.
+	Allowed, Limited, Errors, OK uint64
+	// Buckets counts the calls by how long they ran: Buckets[i] those that
+	// took at most LatencyBounds()[i] and more than the bound before it;
+	// the last element, those slower than every bound.
+	Buckets []uint64
+	// Sum is the time all the calls took.
+	Sum time.Duration
+}
+
+// Calls returns the number of calls counted in the histogram.
+func (m CommandMetrics) Calls() uint64 {
+	n := uint64(0)
+	for _, b := range m.Buckets {
+		n += b
+	}
+	return n
+}
+
+// Metrics returns every command's counters, by name. The counters only grow:
+// CONFIG RESETSTAT, which zeroes INFO's, leaves them alone.
+func (c *Commands) Metrics() []CommandMetrics {
+	o := c.observer()
+	out := make([]CommandMetrics, 0, len(o.ordered))
+	for _, m := range o.ordered {
+		s := CommandMetrics{
+			Name: m.name, Decides: m.decides,
+			Allowed: m.allowed.Load(), Limited: m.limited.Load(), Errors: m.errors.Load(), OK: m.ok.Load(),
+			Buckets: make([]uint64, len(m.buckets)),
+			Sum:     time.Duration(m.sumNanos.Load()),
+		}
+		for i := range m.buckets {
+			s.Buckets[i] = m.buckets[i].Load()
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// decisions returns the deciding commands' allowed and limited answers,
+// summed, for INFO.
+func (c *Commands) decisions() (allowed, limited uint64) {
+	for _, m := range c.observer().ordered {
+		allowed += m.allowed.Load()
+		limited += m.limited.Load()
+	}
+	return allowed, limited
+}
+
+// commandMetrics are one command's outcome counts and latency histogram.
+// Atomic counters, so that counting a call allocates nothing and takes no
+// lock.
+type commandMetrics struct {
+	name    string
+	decides bool
+
+	allowed, limited, errors, ok atomic.Uint64
+	buckets                      [len(latencyBounds) + 1]atomic.Uint64
+	sumNanos                     atomic.Int64
+}
+
+// record counts one call that took d and wrote errors errors. A deciding
+// command's successful call is counted by countDecision instead.
+func (m *commandMetrics) record(d time.Duration, errors int) {
+	i := 0
+	for i < len(latencyBounds) && d > latencyBounds[i] {
+		i++
+	}
+	m.buckets[i].Add(1)
+	m.sumNanos.Add(int64(d))
+	switch {
+	case errors > 0:
+		m.errors.Add(1)
+	case !m.decides:
+		m.ok.Add(1)
+	}
+}
+
+// observer is what observe records into: every command's metrics and the
+// slow log. It is built once per Commands, on first use.
+type observer struct {
+	byCommand map[*Command]*commandMetrics // read-only once built
+	byName    map[string]*commandMetrics   // read-only once built
+	ordered   []*commandMetrics            // by name
+	slowlog   *slowlog                     // nil when the slow log keeps nothing
+}
+
+// observer returns the commands' observer, building it on first use.
+func (c *Commands) observer() *observer {
+	if o, ok := c.opts.obs.Load().(*observer); ok {
+		return o
+	}
+	c.opts.obs.CompareAndSwap(nil, c.newObserver())
+	return c.opts.obs.Load().(*observer)
+}
+
+// newObserver builds an observer for every command and subcommand of the
+// table.
+func (c *Commands) newObserver() *observer {
+	o := &observer{
+		byCommand: make(map[*Command]*commandMetrics),
+		byName:    make(map[string]*commandMetrics),
+		slowlog:   newSlowlog(c.opts.SlowlogLogSlowerThan, c.opts.SlowlogMaxLen),
+	}
+	deciding := make(map[string]bool)
+	for _, cmd := range throttleCommands() {
+		deciding[cmd.Name] = true
+	}
+	add := func(cmd *Command) {
+		m := &commandMetrics{name: cmd.Name, decides: deciding[cmd.Name]}
+		o.byCommand[cmd] = m
+		o.byName[cmd.Name] = m
+		o.ordered = append(o.ordered, m)
+	}
+	for _, cmd := range c.table.sorted {
+		add(cmd)
+		for _, sub := range cmd.Sub {
+			add(sub)
+		}
+	}
+	slices.SortFunc(o.ordered, func(a, b *commandMetrics) int { return strings.Compare(a.name, b.name) })
+	return o
+}
 
 // observe records what a command took, for the slow log and metrics.
+// For a command that is not slow it costs a clock reading, a map lookup and
+// a few atomic additions, and allocates nothing.
 func (c *Commands) observe(ctx *Context, cmd *Command, args [][]byte, start time.Time, errors int) {
+	d := time.Since(start)
+	o := c.observer()
+	if m := o.byCommand[cmd]; m != nil {
+		m.record(d, errors)
+	}
+	if sl := o.slowlog; sl != nil && d >= sl.threshold {
+		sl.add(ctx, cmd, args, d)
+	}
+}
+
+// countDecision counts the answer of the deciding command called name
+// (CL.THROTTLE): allowed, or limited. Its handler calls it as it writes the
+// answer; observe counts the call's time and any error.
+func (ctx *Context) countDecision(name string, limited bool) {
+	m := ctx.cmds.observer().byName[name]
+	switch {
+	case m == nil:
+	case limited:
+		m.limited.Add(1)
+	default:
+		m.allowed.Add(1)
+	}
 }

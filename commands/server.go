@@ -3,7 +3,7 @@ package commands
 import "strconv"
 
 // serverCommands are the commands about the server: COMMAND, INFO, CONFIG,
-// TIME.
+// TIME, SLOWLOG.
 func (c *Commands) serverCommands() []*Command {
 	return []*Command{
 		commandCommand(),
@@ -14,6 +14,7 @@ func (c *Commands) serverCommands() []*Command {
 		configCommand(),
 		{Name: "time", Arity: 1, Flags: FlagLoading | FlagStale | FlagFast, Group: "server", Since: "2.6.0",
 			Summary: "Returns the server time.", Run: timeCmd},
+		slowlogCommand(),
 	}
 }
 

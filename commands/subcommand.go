@@ -47,5 +47,5 @@ func writeHelp(w Writer, name string, lines []string) {
 		w.WriteString(l)
 	}
 	w.WriteString("HELP")
-	w.WriteString("    Print this help.")
+	w.WriteString("    Prints this help.")
 }

@@ -47,15 +47,19 @@ func clThrottle(ctx *Context, w Writer, args [][]byte) {
 		w.WriteError(msgCellExpire)
 	case errors.Is(err, engine.ErrWrongType):
 		w.WriteError(msgWrongType)
+	case errors.Is(err, engine.ErrOutOfMemory):
+		w.WriteError(msgOOM)
 	case err != nil:
 		w.WriteError("ERR " + err.Error())
 	default:
-		writeResult(w, res)
+		writeResult(ctx, w, "cl.throttle", res)
 	}
 }
 
-// writeResult writes a throttle decision as CL.THROTTLE's five integers.
-func writeResult(w Writer, r engine.Result) {
+// writeResult writes a throttle decision as CL.THROTTLE's five integers,
+// and counts it, allowed or limited, for the command called name.
+func writeResult(ctx *Context, w Writer, name string, r engine.Result) {
+	ctx.countDecision(name, r.Limited)
 	limited := int64(0)
 	if r.Limited {
 		limited = 1

@@ -53,6 +53,24 @@ func (e *Engine) Changes(buf []Record, max int) []Record {
 	return buf
 }
 
+// admit makes room in the shard's budget for a new key holding rec by
+// evicting the keys that expire before rec does, soonest first. It reports
+// false when rec itself is the soonest to go, or does not fit alone.
+func (s *shard) admit(rec Record, nowMs int64) bool {
+	cost := keyCost(len(rec.Key))
+	if s.budget != 0 && cost > s.budget {
+		return false
+	}
+	for !s.fits(cost) {
+		i, ok := s.soonest()
+		if !ok || s.entries[i].expireAt >= rec.ExpireAtMs {
+			return false
+		}
+		s.evict(i, nowMs)
+	}
+	return true
+}
+
 // record returns key's current state as a Record.
 func (s *shard) record(name string, nowMs int64) Record {
 	i, ok := s.slots[name]
@@ -92,7 +110,9 @@ func (e *Engine) Pending() int {
 // keyspace and reports whether it was taken. An expired or deleted record is
 // skipped. A CL key present in memory keeps the later TAT, the conservative
 // one; when memory's wins, the key is noted as changed so the backing store
-// gets it.
+// gets it. Under Options.MaxMemory, a new key evicts the keys that expire
+// before it, and is itself evicted (not taken, and noted as changed so the
+// backing store deletes it) when it would expire first.
 func (e *Engine) Restore(rec Record) bool {
 	nowMs := e.nowMs()
 	if rec.Deleted || rec.Family == FamilyNone || nowMs > rec.ExpireAtMs {
@@ -105,7 +125,14 @@ func (e *Engine) Restore(rec Record) bool {
 	ent := s.lookup(key, nowMs)
 	switch {
 	case ent == nil:
-		ent = s.create(key, rec.Family, rec.ExpireAtMs)
+		if !s.admit(rec, nowMs) {
+			// Memory is full of keys that outlive this one: it is the one
+			// to evict, here and in the backing store.
+			s.evicted.Add(1)
+			s.markChanged(rec.Key)
+			return false
+		}
+		ent = s.create(key, rec.Family, rec.ExpireAtMs, nowMs)
 	case ent.family != rec.Family:
 		return false // memory's key, of another family, is newer than the copy
 	case rec.Family == FamilyCL && ent.tat >= rec.TAT:

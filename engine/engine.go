@@ -3,7 +3,6 @@ package engine
 import (
 	"hash/maphash"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -23,6 +22,13 @@ type Options struct {
 	// TrackChanges makes the engine note which keys change, for a writer
 	// that copies them to a backing store (Changes).
 	TrackChanges bool
+	// MaxMemory bounds the bytes the keyspace uses, as estimated by Used;
+	// 0 means no limit. Each shard gets an equal share, so that making room
+	// needs only the lock already held: a shard whose share is full makes
+	// room for a new key by evicting its keys that expire soonest
+	// (EvictedKeys counts them), and refuses, with ErrOutOfMemory, a key
+	// bigger than the whole share.
+	MaxMemory int64
 }
 
 // Engine is cellserver's keyspace: every key's rate-limit state, sharded,
@@ -34,8 +40,8 @@ type Engine struct {
 	now    func() time.Time
 	batch  int
 	track  bool
-
-	expired atomic.Int64 // keys removed because they expired
+	// maxMemory is Options.MaxMemory.
+	maxMemory int64
 
 	stop     chan struct{}
 	done     chan struct{}
@@ -60,6 +66,8 @@ func New(opts Options) *Engine {
 		track:  opts.TrackChanges,
 		stop:   make(chan struct{}),
 		done:   make(chan struct{}),
+
+		maxMemory: max(opts.MaxMemory, 0),
 	}
 	if e.now == nil {
 		e.now = time.Now
@@ -67,8 +75,12 @@ func New(opts Options) *Engine {
 	if e.batch <= 0 {
 		e.batch = 256
 	}
+	budget := int64(0)
+	if e.maxMemory > 0 {
+		budget = max(e.maxMemory/int64(n), 1)
+	}
 	for i := range e.shards {
-		e.shards[i] = newShard(opts.TrackChanges)
+		e.shards[i] = newShard(opts.TrackChanges, budget)
 	}
 	interval := opts.SweepInterval
 	if interval == 0 {
@@ -112,6 +124,7 @@ func (e *Engine) Sweep() int {
 			nowMs := e.nowMs()
 			s.mu.Lock()
 			n, more := s.sweep(nowMs, e.batch)
+			s.expired.Add(int64(n))
 			s.mu.Unlock()
 			total += n
 			if !more {
@@ -119,12 +132,18 @@ func (e *Engine) Sweep() int {
 			}
 		}
 	}
-	e.expired.Add(int64(total))
 	return total
 }
 
-// ExpiredKeys is how many keys have been removed because they expired.
-func (e *Engine) ExpiredKeys() int64 { return e.expired.Load() }
+// ExpiredKeys is how many keys the sweep (or an eviction) has removed
+// because they had expired.
+func (e *Engine) ExpiredKeys() int64 {
+	n := int64(0)
+	for _, s := range e.shards {
+		n += s.expired.Load()
+	}
+	return n
+}
 
 // Now returns the engine's clock.
 func (e *Engine) Now() time.Time { return e.now() }

@@ -9,7 +9,19 @@ const (
 	FamilyNone Family = iota
 	// FamilyCL is a GCRA key written by CL.THROTTLE.
 	FamilyCL
+
+	// numFamilies sizes the per-family key counts; new families go above it.
+	numFamilies
 )
+
+// Families lists the families a key can belong to, for per-family figures.
+func Families() []Family {
+	fs := make([]Family, 0, numFamilies-1)
+	for f := FamilyNone + 1; f < numFamilies; f++ {
+		fs = append(fs, f)
+	}
+	return fs
+}
 
 // TypeName is the name TYPE reports for a key of the family. A CL key is a
 // string, as in Redis with redis-cell.
@@ -17,6 +29,15 @@ func (f Family) TypeName() string {
 	switch f {
 	case FamilyCL:
 		return "string"
+	}
+	return "none"
+}
+
+// Name is the family's short lower-case name ("cl"), as metrics label it.
+func (f Family) Name() string {
+	switch f {
+	case FamilyCL:
+		return "cl"
 	}
 	return "none"
 }

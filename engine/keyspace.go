@@ -114,16 +114,22 @@ func (e *Engine) Scan(tx *Txn, cursor uint64, count int, fn func(key string, f F
 // Shards returns the number of shards, the largest SCAN cursor plus one.
 func (e *Engine) Shards() int { return len(e.shards) }
 
-// Counts returns the number of live keys per family, for INFO.
+// Counts returns the number of live keys per family, for INFO and metrics.
+// It reads the shards' counts and subtracts the expired keys the sweep has
+// not removed yet, so its cost grows with those, not with the keyspace.
 func (e *Engine) Counts(tx *Txn) map[Family]int {
 	m := make(map[Family]int)
 	nowMs := e.nowMs()
 	e.forEachShard(tx, func(s *shard) {
-		for _, slot := range s.slots {
-			if ent := &s.entries[slot]; nowMs <= ent.expireAt {
-				m[ent.family]++
-			}
+		for f := range s.keys {
+			m[Family(f)] += int(s.keys[f].Load())
 		}
+		s.eachExpired(nowMs, func(ent *entry) { m[ent.family]-- })
 	})
+	for f, n := range m {
+		if n == 0 {
+			delete(m, f)
+		}
+	}
 	return m
 }

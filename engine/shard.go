@@ -2,6 +2,7 @@ package engine
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/tidwall/btree"
 )
@@ -31,7 +32,7 @@ func expiryLess(a, b expiryItem) bool {
 // key once, at or before its expiry: extending a key's life (the common case)
 // leaves the index alone, and the sweep refiles keys it finds still alive.
 type shard struct {
-	mu      sync.Mutex // guards slots, entries, free, expiry, changed
+	mu      sync.Mutex // guards slots, entries, free, expiry, changed; held to write the counters
 	slots   map[string]uint32
 	entries []entry
 	free    []uint32
@@ -39,12 +40,22 @@ type shard struct {
 	// changed holds the keys whose state changed since the backing store's
 	// writer last took them; nil when nothing is written behind.
 	changed map[string]struct{}
+	// budget is the most bytes the shard's keys may use, by keyCost; 0 means
+	// no limit.
+	budget int64
+
+	// Counters, written with mu held and read without it.
+	used    atomic.Int64              // bytes the keys use, by keyCost
+	keys    [numFamilies]atomic.Int64 // keys held per family, expired or not
+	expired atomic.Int64              // keys the sweep or an eviction removed because they had expired
+	evicted atomic.Int64              // live keys removed to stay within budget
 }
 
-func newShard(track bool) *shard {
+func newShard(track bool, budget int64) *shard {
 	s := &shard{
 		slots:  make(map[string]uint32),
 		expiry: btree.NewBTreeGOptions(expiryLess, btree.Options{NoLocks: true}),
+		budget: budget,
 	}
 	if track {
 		s.changed = make(map[string]struct{})
@@ -60,14 +71,22 @@ func (s *shard) lookup(key []byte, nowMs int64) *entry {
 	}
 	e := &s.entries[i]
 	if nowMs > e.expireAt {
-		s.remove(i)
+		s.remove(i) // expired on access, counted as Redis counts it
+		s.expired.Add(1)
 		return nil
 	}
 	return e
 }
 
 // create adds key with the given family and expiry; the key must be absent.
-func (s *shard) create(key []byte, family Family, expireAt int64) *entry {
+// When the shard's budget is full it first evicts the keys that expire
+// soonest (never key, which is not in the shard yet); it returns nil, having
+// changed nothing, when key alone does not fit the budget.
+func (s *shard) create(key []byte, family Family, expireAt, nowMs int64) *entry {
+	cost := keyCost(len(key))
+	if !s.makeRoom(cost, nowMs) {
+		return nil
+	}
 	name := string(key)
 	var i uint32
 	if n := len(s.free); n > 0 {
@@ -80,6 +99,8 @@ func (s *shard) create(key []byte, family Family, expireAt int64) *entry {
 	s.slots[name] = i
 	s.entries[i] = entry{key: name, family: family, expireAt: expireAt, indexed: expireAt}
 	s.expiry.Set(expiryItem{at: expireAt, key: name})
+	s.used.Add(cost)
+	s.keys[family].Add(1)
 	return &s.entries[i]
 }
 
@@ -112,6 +133,8 @@ func (s *shard) remove(i uint32) {
 	e := &s.entries[i]
 	s.expiry.Delete(expiryItem{at: e.indexed, key: e.key})
 	delete(s.slots, e.key)
+	s.used.Add(-keyCost(len(e.key)))
+	s.keys[e.family].Add(-1)
 	*e = entry{}
 	s.free = append(s.free, i)
 }
@@ -131,25 +154,36 @@ func (s *shard) sweep(nowMs int64, max int) (removed int, more bool) {
 			removed++
 			continue
 		}
-		s.expiry.Delete(it)
-		s.expiry.Set(expiryItem{at: e.expireAt, key: e.key})
-		e.indexed = e.expireAt
+		s.refile(it, e)
 	}
 	return removed, true
+}
+
+// refile moves e's index item it, filed before e's expiry, to the expiry.
+func (s *shard) refile(it expiryItem, e *entry) {
+	s.expiry.Delete(it)
+	s.expiry.Set(expiryItem{at: e.expireAt, key: e.key})
+	e.indexed = e.expireAt
+}
+
+// eachExpired calls fn for each key that has expired by nowMs and is still
+// held. It looks only at the index items filed before nowMs.
+func (s *shard) eachExpired(nowMs int64, fn func(e *entry)) {
+	s.expiry.Scan(func(it expiryItem) bool {
+		if it.at >= nowMs {
+			return false
+		}
+		if e := &s.entries[s.slots[it.key]]; nowMs > e.expireAt {
+			fn(e)
+		}
+		return true
+	})
 }
 
 // live counts the keys that have not expired.
 func (s *shard) live(nowMs int64) int {
 	n := len(s.slots)
-	s.expiry.Scan(func(it expiryItem) bool {
-		if it.at >= nowMs {
-			return false
-		}
-		if nowMs > s.entries[s.slots[it.key]].expireAt {
-			n--
-		}
-		return true
-	})
+	s.eachExpired(nowMs, func(*entry) { n-- })
 	return n
 }
 
@@ -162,5 +196,9 @@ func (s *shard) flush(nowMs int64) int {
 	s.slots = make(map[string]uint32)
 	s.entries, s.free = nil, nil
 	s.expiry.Clear()
+	s.used.Store(0)
+	for f := range s.keys {
+		s.keys[f].Store(0)
+	}
 	return n
 }

@@ -7,7 +7,8 @@ var ErrWrongType = errors.New("key holds another family")
 
 // Throttle runs CL.THROTTLE's GCRA on key: it decides, stores the new state
 // as redis-cell would and returns the decision. tx is nil outside a
-// transaction. It allocates nothing when the key exists.
+// transaction. It allocates nothing when the key exists. A new key may evict
+// others to stay within Options.MaxMemory, or fail with ErrOutOfMemory.
 func (e *Engine) Throttle(tx *Txn, key []byte, q GCRAQuota, quantity int64) (Result, error) {
 	if emissionInterval(q.Count, q.Period) == 0 {
 		return Result{}, ErrZeroRate // before the key is read, as redis-cell does
@@ -47,7 +48,9 @@ func (e *Engine) Throttle(tx *Txn, key []byte, q GCRAQuota, quantity int64) (Res
 	}
 	expireAt := nowMs + step.ttlMillis
 	if ent == nil {
-		ent = s.create(key, FamilyCL, expireAt)
+		if ent = s.create(key, FamilyCL, expireAt, nowMs); ent == nil {
+			return Result{}, ErrOutOfMemory
+		}
 	} else {
 		s.setExpiry(ent, expireAt)
 	}

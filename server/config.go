@@ -1,6 +1,7 @@
 package server
 
 import (
+	"crypto/tls"
 	"log/slog"
 	"math"
 	"time"
@@ -18,6 +19,9 @@ const (
 	DefaultMaxInlineLen = 64 << 10
 	// DefaultMaxClients is Redis's default maxclients.
 	DefaultMaxClients = 10000
+	// DefaultTLSHandshakeTimeout bounds a TLS handshake when
+	// Config.TLSHandshakeTimeout is 0.
+	DefaultTLSHandshakeTimeout = 10 * time.Second
 )
 
 // maxProtoBulkLen bounds Config.ProtoMaxBulkLen so that no offset redcon
@@ -33,6 +37,17 @@ type Handler interface {
 	// Dispatch runs the command args (args[0] is its name, as sent) for
 	// client c, writing the reply to w.
 	Dispatch(w commands.Writer, c *commands.Client, args [][]byte)
+}
+
+// Authenticator is implemented by a Handler whose clients may have to
+// authenticate (commands.Commands does). Until AuthRequired reports false
+// for a client, the server frames its requests under Redis's limits for
+// unauthenticated clients (at most 10 arguments, of at most 16 KiB each; a
+// bigger request is a protocol error that closes the connection) and one
+// request at a time, so that an AUTH takes effect before the next request
+// is framed. AuthRequired is called on the client's goroutine.
+type Authenticator interface {
+	AuthRequired(c *commands.Client) bool
 }
 
 // HandlerFunc adapts an ordinary function to Handler.
@@ -73,6 +88,32 @@ type Config struct {
 	MaxClients int
 	// Now is the clock that stamps Client.Created. nil means time.Now.
 	Now func() time.Time
+
+	// TLS, when set, makes the server speak TLS: every connection is
+	// handshaken before it counts as a client, and the protocol guard and
+	// the commands see the decrypted bytes. nil means plain TCP. LoadTLS
+	// builds one from certificate files. Handshakes run off the accept
+	// loop, at most MaxClients at once, so a slow or silent client delays
+	// no other; a failed one is logged at Debug.
+	TLS *tls.Config
+	// TLSHandshakeTimeout is how long a client may take to complete its
+	// TLS handshake before it is closed. 0 or less means
+	// DefaultTLSHandshakeTimeout (10 s).
+	TLSHandshakeTimeout time.Duration
+	// ProtectedMode, like Redis's protected-mode, refuses clients that are
+	// not on the loopback interface while no password is set (PasswordSet
+	// is false) and the listener is not bound to a loopback address: they
+	// get Redis's "-DENIED ..." explanation and are closed, and count in
+	// HostStats.RejectedConnections. false (the zero value) turns it off;
+	// cellserver's command line turns it on by default, as Redis does.
+	ProtectedMode bool
+	// PasswordSet tells protected mode that the default user needs a
+	// password (commands.Users.PasswordSet), so remote clients may connect.
+	PasswordSet bool
+	// IdleTimeout closes a client that has sent nothing for this long, like
+	// Redis's timeout: the connection is closed without a reply. 0 or less
+	// means never (Redis's default, timeout 0).
+	IdleTimeout time.Duration
 }
 
 // withDefaults returns cfg with every zero value replaced by its default.
@@ -97,6 +138,12 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.TLSHandshakeTimeout <= 0 {
+		cfg.TLSHandshakeTimeout = DefaultTLSHandshakeTimeout
+	}
+	if cfg.IdleTimeout < 0 {
+		cfg.IdleTimeout = 0
 	}
 	return cfg
 }

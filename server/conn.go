@@ -50,9 +50,21 @@ func (s *Server) accept(rc redcon.Conn) bool {
 		}
 		return false
 	}
+	if s.cfg.ProtectedMode && !s.cfg.PasswordSet && protectedModeDenies(s.ln.Addr(), g.RemoteAddr()) {
+		s.rejected++
+		s.mu.Unlock()
+		rc.WriteError(msgDenied) // flushed as redcon closes
+		if s.log.Enabled(context.Background(), slog.LevelDebug) {
+			s.log.Debug("server: connection rejected: protected mode", "addr", rc.RemoteAddr())
+		}
+		return false
+	}
 	id := s.nextID.Add(1)
 	client := commands.NewClient(id, rc.RemoteAddr(), g.LocalAddr().String(), now)
 	c := &conn{srv: s, guard: g, client: client}
+	if auth, ok := s.cfg.Handler.(Authenticator); ok {
+		g.authRequired = func() bool { return auth.AuthRequired(client) }
+	}
 	c.w = replyWriter{out: redcon.BaseWriter(rc), client: client}
 	c.snap = commands.ClientInfo{Client: *client}
 	s.conns[c] = struct{}{}

@@ -23,6 +23,16 @@ const (
 	msgTooBigInline     = "too big inline request"
 	msgUnbalancedQuotes = "unbalanced quotes in request"
 	msgExpectedDollar   = "expected '$', got '" // then the byte and "'"
+	msgUnauthMultibulk  = "unauthenticated multibulk length"
+	msgUnauthBulk       = "unauthenticated bulk length"
+)
+
+// Redis's limits for a client that must authenticate and has not: a bigger
+// request is a protocol error, so that no one can make the server hold
+// large requests without knowing the password.
+const (
+	unauthMaxMultibulk = 10
+	unauthMaxBulk      = 16 << 10
 )
 
 // limits are the bounds a framer enforces.
@@ -80,6 +90,13 @@ type framer struct {
 	frameStart int    // where the current request's output starts in the caller's buffer
 	completed  int    // requests passed on whole, pend's included once delivered
 	violation  string // the protocol error found; "" while the stream is valid
+
+	// unauth is set while the client must authenticate and has not: the
+	// unauthenticated limits apply, and transduce stops after each whole
+	// request, so that the next is framed only once this one (perhaps an
+	// AUTH) has run, as Redis parses a request only after running the one
+	// before it.
+	unauth bool
 }
 
 // transduce reads src and writes what may be passed on to dst from dst[w]
@@ -156,6 +173,9 @@ func (f *framer) transduce(dst []byte, w int, src []byte) (_, r int) {
 			if !ok || n > f.lim.maxMultibulk {
 				return f.fail(msgInvalidMultibulk, r)
 			}
+			if f.unauth && n > unauthMaxMultibulk {
+				return f.fail(msgUnauthMultibulk, r)
+			}
 			if n <= 0 {
 				f.state = stFrameStart // Redis ignores the request
 				continue
@@ -196,6 +216,9 @@ func (f *framer) transduce(dst []byte, w int, src []byte) (_, r int) {
 			if !ok || n < 0 || n > f.lim.maxBulk {
 				return f.fail(msgInvalidBulk, r)
 			}
+			if f.unauth && n > unauthMaxBulk {
+				return f.fail(msgUnauthBulk, r)
+			}
 			dst[w] = '\n'
 			w++
 			f.dataLeft = n
@@ -230,6 +253,9 @@ func (f *framer) transduce(dst []byte, w int, src []byte) (_, r int) {
 			f.state = stFrameStart
 			if f.argsLeft == 0 {
 				f.completed++
+				if f.unauth {
+					return w, r
+				}
 			} else {
 				f.startLine()
 				f.state = stLenLine

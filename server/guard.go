@@ -3,8 +3,10 @@ package server
 import (
 	"errors"
 	"net"
+	"os"
 	"strings"
 	"sync"
+	"time"
 )
 
 // readBufSize is how much a guardConn reads from its socket at a time; it
@@ -13,6 +15,9 @@ const readBufSize = 4096
 
 // errShutdown ends a connection that Shutdown closed between two batches.
 var errShutdown = errors.New("server: shutting down")
+
+// errIdleTimeout ends a connection that sent nothing for Config.IdleTimeout.
+var errIdleTimeout = errors.New("server: idle timeout")
 
 // protocolError ends a connection that broke the protocol; the client has
 // already been sent "-ERR Protocol error: ...".
@@ -26,7 +31,9 @@ func (e *protocolError) Error() string { return "Protocol error: " + e.msg }
 // the valid requests before it (which run and whose replies are flushed),
 // then writes Redis's error line to the client and fails, and redcon closes
 // the connection. It also tells a graceful shutdown when the connection is
-// between batches.
+// between batches, applies Redis's tighter limits to a client that has yet
+// to authenticate, and fails a read that waits longer than the idle timeout.
+// With TLS it wraps the *tls.Conn, so it sees the decrypted bytes.
 type guardConn struct {
 	net.Conn
 
@@ -36,6 +43,10 @@ type guardConn struct {
 	bufR, bufW int
 	readErr    error // the socket's read error, returned once buf is used up
 	failure    error // the protocol error, once reported to the client
+
+	// Set before the connection's goroutine starts, then read-only.
+	idleTimeout  time.Duration // Config.IdleTimeout; 0 for none
+	authRequired func() bool   // whether the client must still authenticate; nil: never
 
 	mu      sync.Mutex // guards the fields below
 	idle    bool       // blocked reading the socket, every reply flushed
@@ -56,7 +67,9 @@ func newGuardConn(nc net.Conn, lim limits) *guardConn {
 // request in pieces as they trickle in would cost time quadratic in the
 // request's length; filled reads grow with redcon's buffer instead. redcon
 // calls Read only once it has run every complete request it was given and
-// flushed the replies.
+// flushed the replies. While the client must still authenticate, Read
+// returns one request at a time, so that each is framed under the limits
+// that hold once the one before it (an AUTH, perhaps) has run.
 func (g *guardConn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
@@ -64,6 +77,7 @@ func (g *guardConn) Read(p []byte) (int, error) {
 	if err := g.checkClosing(); err != nil {
 		return 0, err
 	}
+	g.f.unauth = g.authRequired != nil && g.authRequired()
 	n, start := 0, g.f.completed
 	g.f.frameStart = 0 // a request begun in an earlier Read starts here
 	for n < len(p) {
@@ -75,6 +89,8 @@ func (g *guardConn) Read(p []byte) (int, error) {
 			if len(g.f.pend) == 0 {
 				g.f.completed++
 			}
+		case g.f.unauth && g.f.completed != start:
+			return n, nil // one request at a time until authenticated
 		case g.f.violation != "":
 			if n > 0 {
 				return n, nil // the valid requests first
@@ -122,7 +138,15 @@ func (g *guardConn) readSocket(b []byte) (int, error) {
 	g.idle = true
 	g.mu.Unlock()
 
+	if g.idleTimeout > 0 {
+		// Redis's timeout counts from the client's last bytes: any read
+		// restarts it.
+		_ = g.Conn.SetReadDeadline(time.Now().Add(g.idleTimeout))
+	}
 	n, err := g.Conn.Read(b)
+	if g.idleTimeout > 0 && errors.Is(err, os.ErrDeadlineExceeded) {
+		err = errIdleTimeout
+	}
 
 	g.mu.Lock()
 	g.idle = false

@@ -172,13 +172,21 @@ type harness struct {
 	getOnce sync.Once
 }
 
-// start serves cfg (with the fake handler and a log sink unless set).
+// start serves cfg on 127.0.0.1:0 (with the fake handler and a log sink
+// unless set).
 func start(t *testing.T, cfg Config) *harness {
 	t.Helper()
 	inner, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return startOn(t, inner, cfg)
+}
+
+// startOn serves cfg on inner, which it closes at the end of the test.
+// Each of before is called with the server before it starts serving.
+func startOn(t *testing.T, inner net.Listener, cfg Config, before ...func(*Server)) *harness {
+	t.Helper()
 	h := &harness{t: t, fake: newFakeHandler(), logs: newLogSink(), served: make(chan error, 1)}
 	h.ln = &testListener{Listener: inner, closed: make(chan struct{})}
 	if cfg.Handler == nil {
@@ -189,6 +197,9 @@ func start(t *testing.T, cfg Config) *harness {
 	}
 	h.srv = New(cfg)
 	h.fake.host = h.srv
+	for _, f := range before {
+		f(h.srv)
+	}
 	h.addr = inner.Addr().String()
 	go func() { h.served <- h.srv.Serve(h.ln) }()
 	t.Cleanup(func() {
@@ -337,6 +348,19 @@ func (c *client) expectClosed() {
 	if len(rest) > 0 {
 		c.t.Fatalf("unexpected bytes before close: %q", rest)
 	}
+}
+
+// drain reads until the server closes the connection and returns what
+// arrived.
+func (c *client) drain() string {
+	c.t.Helper()
+	c.SetReadDeadline(time.Now().Add(testTimeout))
+	b, err := io.ReadAll(c)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		c.t.Fatalf("connection still open after %q", b)
+	}
+	return string(b)
 }
 
 // cmd encodes args as a RESP request.

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"crypto/tls"
 	"errors"
 	"log/slog"
 	"net"
@@ -8,15 +9,22 @@ import (
 	"time"
 )
 
+// errStopped is acceptRaw's report that the server stopped accepting.
+var errStopped = errors.New("server: stopped accepting")
+
 // guardListener hands redcon guarded connections, retries failed accepts
 // with a backoff instead of letting redcon spin, and once the server stops
 // accepting, holds redcon's accept loop until every connection is done:
 // redcon closes all its connections when that loop ends, which would cut
-// off the batches a graceful shutdown lets finish.
+// off the batches a graceful shutdown lets finish. With TLS, it runs the
+// handshakes on goroutines of their own and hands redcon only connections
+// whose handshake succeeded, so redcon's accept loop never waits on a
+// client.
 type guardListener struct {
 	net.Listener
-	lim limits
-	log *slog.Logger
+	lim  limits
+	log  *slog.Logger
+	idle time.Duration // Config.IdleTimeout
 
 	stop      chan struct{} // closed when the server stops accepting
 	release   chan struct{} // closed when Accept may report the end
@@ -25,28 +33,78 @@ type guardListener struct {
 	relOnce   sync.Once
 	failedMu  sync.Mutex
 	failedErr error // the accept error that ended serving, if not a shutdown
+
+	// TLS only: the handshakes.
+	tls        *tls.Config           // nil for plain TCP
+	hsTimeout  time.Duration         // Config.TLSHandshakeTimeout
+	hsSlots    chan struct{}         // one token per handshake in progress
+	handshaken chan net.Conn         // connections ready for Accept
+	acceptEnd  chan struct{}         // closed when acceptTLS's loop ends
+	hsWG       sync.WaitGroup        // acceptTLS and every handshake
+	hsMu       sync.Mutex            // guards hsConns, hsStopped
+	hsConns    map[net.Conn]struct{} // connections handshaking, closed at stop
+	hsStopped  bool
 }
 
-// newGuardListener wraps ln.
-func newGuardListener(ln net.Listener, lim limits, log *slog.Logger) *guardListener {
-	return &guardListener{
-		Listener: ln, lim: lim, log: log,
+// newGuardListener wraps ln; cfg has its defaults filled in.
+func newGuardListener(ln net.Listener, cfg Config, lim limits, log *slog.Logger) *guardListener {
+	l := &guardListener{
+		Listener: ln, lim: lim, log: log, idle: cfg.IdleTimeout,
 		stop: make(chan struct{}), release: make(chan struct{}),
+	}
+	if cfg.TLS != nil {
+		l.tls = cfg.TLS
+		l.hsTimeout = cfg.TLSHandshakeTimeout
+		l.hsSlots = make(chan struct{}, cfg.MaxClients)
+		l.handshaken = make(chan net.Conn)
+		l.acceptEnd = make(chan struct{})
+		l.hsConns = make(map[net.Conn]struct{})
+	}
+	return l
+}
+
+// start starts the TLS accept loop, if any. Serve calls it once, before
+// Shutdown or Close can wait for it.
+func (l *guardListener) start() {
+	if l.tls != nil {
+		l.hsWG.Add(1)
+		go l.acceptTLS()
 	}
 }
 
 // Accept returns the next connection, guarded.
 func (l *guardListener) Accept() (net.Conn, error) {
+	var nc net.Conn
+	var err error
+	if l.tls != nil {
+		nc, err = l.nextHandshaken()
+	} else {
+		nc, err = l.acceptRaw()
+	}
+	switch {
+	case errors.Is(err, errStopped):
+		<-l.release
+		return nil, net.ErrClosed
+	case err != nil:
+		return nil, err
+	}
+	g := newGuardConn(nc, l.lim)
+	g.idleTimeout = l.idle
+	return g, nil
+}
+
+// acceptRaw returns the next connection from the socket, or errStopped once
+// the server stops accepting, or the error that ends serving.
+func (l *guardListener) acceptRaw() (net.Conn, error) {
 	var delay time.Duration
 	for {
 		nc, err := l.Listener.Accept()
 		if err == nil {
-			return newGuardConn(nc, l.lim), nil
+			return nc, nil
 		}
 		select {
 		case <-l.stop:
-			<-l.release
-			return nil, net.ErrClosed
+			return nil, errStopped
 		default:
 		}
 		if errors.Is(err, net.ErrClosed) {
@@ -72,12 +130,20 @@ func (l *guardListener) Close() error {
 	return l.stopAccepting()
 }
 
-// stopAccepting closes the listener once; Accept then waits for
-// releaseAccept.
+// stopAccepting closes the listener once, and every connection still
+// handshaking; Accept then waits for releaseAccept.
 func (l *guardListener) stopAccepting() error {
 	l.stopOnce.Do(func() {
 		close(l.stop)
 		l.closeErr = l.Listener.Close()
+		if l.tls != nil {
+			l.hsMu.Lock()
+			l.hsStopped = true
+			for nc := range l.hsConns {
+				_ = nc.Close()
+			}
+			l.hsMu.Unlock()
+		}
 	})
 	return l.closeErr
 }
@@ -88,9 +154,97 @@ func (l *guardListener) releaseAccept() {
 	l.relOnce.Do(func() { close(l.release) })
 }
 
+// waitHandshakes waits until the TLS accept loop and every handshake have
+// ended; call it after stopAccepting.
+func (l *guardListener) waitHandshakes() {
+	l.hsWG.Wait()
+}
+
 // failed returns the accept error that ended serving without a shutdown.
 func (l *guardListener) failed() error {
 	l.failedMu.Lock()
 	defer l.failedMu.Unlock()
 	return l.failedErr
+}
+
+// nextHandshaken returns the next connection whose TLS handshake
+// succeeded, or errStopped, or the error that ended accepting.
+func (l *guardListener) nextHandshaken() (net.Conn, error) {
+	select {
+	case nc := <-l.handshaken:
+		return nc, nil
+	case <-l.stop:
+		return nil, errStopped
+	case <-l.acceptEnd:
+		select {
+		case <-l.stop:
+			return nil, errStopped
+		default:
+			return nil, l.failed()
+		}
+	}
+}
+
+// acceptTLS accepts connections and starts a handshake for each, at most
+// cap(hsSlots) at once: beyond that, it waits for one to end, leaving new
+// clients in the kernel's backlog.
+func (l *guardListener) acceptTLS() {
+	defer l.hsWG.Done()
+	defer close(l.acceptEnd)
+	for {
+		nc, err := l.acceptRaw()
+		if err != nil {
+			return
+		}
+		select {
+		case l.hsSlots <- struct{}{}:
+		case <-l.stop:
+			_ = nc.Close()
+			return
+		}
+		l.hsMu.Lock()
+		if l.hsStopped {
+			l.hsMu.Unlock()
+			_ = nc.Close()
+			<-l.hsSlots
+			return
+		}
+		l.hsConns[nc] = struct{}{}
+		l.hsWG.Add(1)
+		l.hsMu.Unlock()
+		go l.handshake(nc)
+	}
+}
+
+// handshake runs one TLS handshake within hsTimeout and hands the
+// connection to Accept, or closes it.
+func (l *guardListener) handshake(nc net.Conn) {
+	defer l.hsWG.Done()
+	defer func() { <-l.hsSlots }()
+
+	tc := tls.Server(nc, l.tls)
+	_ = nc.SetDeadline(time.Now().Add(l.hsTimeout))
+	err := tc.Handshake()
+	if err == nil {
+		err = nc.SetDeadline(time.Time{})
+	}
+
+	l.hsMu.Lock()
+	delete(l.hsConns, nc)
+	stopped := l.hsStopped
+	l.hsMu.Unlock()
+	switch {
+	case stopped:
+		_ = nc.Close()
+		return
+	case err != nil:
+		l.log.Debug("server: TLS handshake failed", "addr", nc.RemoteAddr().String(), "err", err)
+		_ = nc.Close()
+		return
+	}
+	select {
+	case l.handshaken <- tc:
+	case <-l.stop:
+		_ = nc.Close()
+	}
 }

@@ -31,7 +31,7 @@ type Server struct {
 	shutdown  bool // Shutdown or Close has been called
 	conns     map[*conn]struct{}
 	total     int64         // connections accepted
-	rejected  int64         // connections refused for MaxClients
+	rejected  int64         // connections refused for MaxClients or protected mode
 	drained   chan struct{} // closed once shutdown is set and conns is empty
 	isDrained bool
 }
@@ -72,7 +72,7 @@ func (s *Server) ListenAndServe() error {
 // It returns another error only if ln fails. A Server serves one listener:
 // a second Serve fails.
 func (s *Server) Serve(ln net.Listener) error {
-	gl := newGuardListener(ln, s.lim, s.log)
+	gl := newGuardListener(ln, s.cfg, s.lim, s.log)
 	s.mu.Lock()
 	switch {
 	case s.shutdown:
@@ -84,9 +84,11 @@ func (s *Server) Serve(ln net.Listener) error {
 		return errAlreadyServing
 	}
 	s.ln = gl
+	gl.start()
 	s.mu.Unlock()
 
 	err := redcon.Serve(gl, s.serveCommand, s.accept, s.closed)
+	gl.waitHandshakes() // redcon has closed gl: they are ending
 
 	s.mu.Lock()
 	shut := s.shutdown
@@ -124,6 +126,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	var err error
 	if ln != nil {
 		err = ln.stopAccepting()
+		ln.waitHandshakes()
 	}
 	for _, c := range conns {
 		c.guard.shutdown()
@@ -151,6 +154,7 @@ func (s *Server) Close() error {
 	var err error
 	if ln != nil {
 		err = ln.stopAccepting()
+		ln.waitHandshakes()
 	}
 	for _, c := range conns {
 		_ = c.guard.Close()
