@@ -9,6 +9,9 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/cellserver/cellserver/persist"
 )
 
 // config is what the command line and the environment ask for. Its zero
@@ -20,6 +23,13 @@ type config struct {
 	logFormat       string
 	protoMaxBulkLen int64
 	showVersion     bool
+
+	// backingRedis is the backing Redis's address (persist.ParseURL), with
+	// its password: log it with persist.Redact. Empty: in memory only.
+	backingRedis    string
+	backingPrefix   string
+	flushInterval   time.Duration
+	backingRequired bool
 }
 
 const (
@@ -30,6 +40,8 @@ const (
 	// maxShards bounds --shards so that a typo cannot allocate millions of
 	// shards; the engine rounds the number up to a power of two.
 	maxShards = 1 << 16
+	// defaultFlushInterval is how often changes go to the backing Redis.
+	defaultFlushInterval = 250 * time.Millisecond
 )
 
 // errUsage is returned for a command line or environment that cellserver
@@ -53,6 +65,7 @@ func parseConfig(args []string, env func(string) string, stderr io.Writer) (conf
 		logLevel:        slog.LevelInfo,
 		logFormat:       "text",
 		protoMaxBulkLen: defaultProtoMaxBulkLen,
+		flushInterval:   defaultFlushInterval,
 	}
 	opts := []option{
 		{"addr", "CELLSERVER_ADDR", "`host:port` to listen on (port 0 picks a free port)", (*addrValue)(&cfg.addr)},
@@ -60,6 +73,10 @@ func parseConfig(args []string, env func(string) string, stderr io.Writer) (conf
 		{"log-level", "CELLSERVER_LOG_LEVEL", "log `level`: debug, info, warn or error (default info)", (*levelValue)(&cfg.logLevel)},
 		{"log-format", "CELLSERVER_LOG_FORMAT", "log `format` on stderr: text or json", (*formatValue)(&cfg.logFormat)},
 		{"proto-max-bulk-len", "CELLSERVER_PROTO_MAX_BULK_LEN", "largest bulk string a client may send, in `bytes` (Redis suffixes accepted: 512mb, 1gb, ...)", (*bytesValue)(&cfg.protoMaxBulkLen)},
+		{"backing-redis", "CELLSERVER_BACKING_REDIS", "backing Redis `URL` that keeps a copy of the keyspace: redis://[user:password@]host:port[/db], rediss:// for TLS, or a comma-separated list of cluster nodes; empty keeps state in memory only", (*stringValue)(&cfg.backingRedis)},
+		{"backing-prefix", "CELLSERVER_BACKING_PREFIX", "`prefix` of every key in the backing Redis (default none, where redis-cell keeps its keys)", (*stringValue)(&cfg.backingPrefix)},
+		{"flush-interval", "CELLSERVER_FLUSH_INTERVAL", "`duration` between two writes of the changed keys to the backing Redis", (*durationValue)(&cfg.flushInterval)},
+		{"backing-required", "CELLSERVER_BACKING_REQUIRED", "refuse to start when the backing Redis cannot be loaded, instead of serving from memory and retrying", (*boolValue)(&cfg.backingRequired)},
 	}
 
 	fs := flag.NewFlagSet("cellserver", flag.ContinueOnError)
@@ -98,6 +115,17 @@ func parseConfig(args []string, env func(string) string, stderr io.Writer) (conf
 			fmt.Fprintf(stderr, "cellserver: invalid value %q for environment variable %s: %v\n", v, o.env, err)
 			return cfg, errUsage
 		}
+	}
+	if cfg.backingRedis != "" {
+		// The flag package would print the value, password included: the
+		// address is checked here, and the error repeats no password.
+		if _, err := persist.ParseURL(cfg.backingRedis); err != nil {
+			fmt.Fprintf(stderr, "cellserver: invalid --backing-redis (CELLSERVER_BACKING_REDIS): %v\n", err)
+			return cfg, errUsage
+		}
+	} else if cfg.backingRequired {
+		fmt.Fprintf(stderr, "cellserver: --backing-required needs a backing Redis (--backing-redis or CELLSERVER_BACKING_REDIS)\n")
+		return cfg, errUsage
 	}
 	return cfg, nil
 }
@@ -164,6 +192,47 @@ func (f *formatValue) Set(s string) error {
 	}
 	return errors.New("want text or json")
 }
+
+// stringValue is any string.
+type stringValue string
+
+func (v *stringValue) String() string { return string(*v) }
+
+func (v *stringValue) Set(s string) error {
+	*v = stringValue(s)
+	return nil
+}
+
+// durationValue is a positive Go duration.
+type durationValue time.Duration
+
+func (d *durationValue) String() string { return time.Duration(*d).String() }
+
+func (d *durationValue) Set(s string) error {
+	v, err := time.ParseDuration(s)
+	if err != nil || v <= 0 {
+		return errors.New("want a positive duration such as 250ms or 1s")
+	}
+	*d = durationValue(v)
+	return nil
+}
+
+// boolValue is a boolean flag: given alone it means true.
+type boolValue bool
+
+func (b *boolValue) String() string { return strconv.FormatBool(bool(*b)) }
+
+func (b *boolValue) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return errors.New("want true or false")
+	}
+	*b = boolValue(v)
+	return nil
+}
+
+// IsBoolFlag lets the flag be given without a value.
+func (b *boolValue) IsBoolFlag() bool { return true }
 
 // bytesValue is a size in bytes, written as Redis writes memory sizes.
 type bytesValue int64

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 )
 
 // envMap returns an environment lookup over m, as os.Getenv would answer.
@@ -15,7 +16,7 @@ func envMap(m map[string]string) func(string) string {
 }
 
 func TestParseConfig(t *testing.T) {
-	defaults := config{addr: defaultAddr, logLevel: slog.LevelInfo, logFormat: "text", protoMaxBulkLen: 512 << 20}
+	defaults := config{addr: defaultAddr, logLevel: slog.LevelInfo, logFormat: "text", protoMaxBulkLen: 512 << 20, flushInterval: 250 * time.Millisecond}
 	with := func(f func(*config)) config {
 		c := defaults
 		f(&c)
@@ -49,10 +50,22 @@ func TestParseConfig(t *testing.T) {
 		{name: "bulk len m is decimal", args: []string{"--proto-max-bulk-len=2m"}, want: with(func(c *config) { c.protoMaxBulkLen = 2_000_000 })},
 		{name: "version", args: []string{"--version"}, want: with(func(c *config) { c.showVersion = true })},
 		{name: "version ignores bad env", args: []string{"--version"}, env: map[string]string{"CELLSERVER_SHARDS": "x"}, want: with(func(c *config) { c.showVersion = true })},
+		{name: "backing redis", args: []string{"--backing-redis", "redis://:pw@cache:6380/1"}, want: with(func(c *config) { c.backingRedis = "redis://:pw@cache:6380/1" })},
+		{name: "backing cluster env", env: map[string]string{"CELLSERVER_BACKING_REDIS": "a:7000,b:7001"}, want: with(func(c *config) { c.backingRedis = "a:7000,b:7001" })},
+		{name: "backing prefix", args: []string{"--backing-redis=h:1", "--backing-prefix", "cell:"}, want: with(func(c *config) { c.backingRedis, c.backingPrefix = "h:1", "cell:" })},
+		{name: "backing prefix env", env: map[string]string{"CELLSERVER_BACKING_PREFIX": "rl:"}, want: with(func(c *config) { c.backingPrefix = "rl:" })},
+		{name: "flush interval", args: []string{"--flush-interval", "1s"}, want: with(func(c *config) { c.flushInterval = time.Second })},
+		{name: "flush interval env", env: map[string]string{"CELLSERVER_FLUSH_INTERVAL": "50ms"}, want: with(func(c *config) { c.flushInterval = 50 * time.Millisecond })},
+		{name: "backing required alone", args: []string{"--backing-redis=h:1", "--backing-required"}, want: with(func(c *config) { c.backingRedis, c.backingRequired = "h:1", true })},
+		{name: "backing required env", env: map[string]string{"CELLSERVER_BACKING_REDIS": "h:1", "CELLSERVER_BACKING_REQUIRED": "true"}, want: with(func(c *config) { c.backingRedis, c.backingRequired = "h:1", true })},
+		{name: "backing required flag beats env", args: []string{"--backing-required=false"}, env: map[string]string{"CELLSERVER_BACKING_REQUIRED": "1"}, want: defaults},
 		{name: "all env", env: map[string]string{
 			"CELLSERVER_ADDR": "127.0.0.1:7001", "CELLSERVER_SHARDS": "64", "CELLSERVER_LOG_LEVEL": "error",
 			"CELLSERVER_LOG_FORMAT": "json", "CELLSERVER_PROTO_MAX_BULK_LEN": "2mb",
-		}, want: config{addr: "127.0.0.1:7001", shards: 64, logLevel: slog.LevelError, logFormat: "json", protoMaxBulkLen: 2 << 20}},
+			"CELLSERVER_BACKING_REDIS": "rediss://u:p@h:1", "CELLSERVER_BACKING_PREFIX": "p:",
+			"CELLSERVER_FLUSH_INTERVAL": "2s", "CELLSERVER_BACKING_REQUIRED": "true",
+		}, want: config{addr: "127.0.0.1:7001", shards: 64, logLevel: slog.LevelError, logFormat: "json", protoMaxBulkLen: 2 << 20,
+			backingRedis: "rediss://u:p@h:1", backingPrefix: "p:", flushInterval: 2 * time.Second, backingRequired: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -103,6 +116,13 @@ func TestParseConfigRejects(t *testing.T) {
 			stderr: `invalid value "-5" for environment variable CELLSERVER_PROTO_MAX_BULK_LEN`},
 		{name: "bad env even with other flags", args: []string{"--addr", ":1"}, env: map[string]string{"CELLSERVER_SHARDS": "1.5"},
 			stderr: "CELLSERVER_SHARDS"},
+		{name: "flush interval zero", args: []string{"--flush-interval", "0s"}, stderr: "want a positive duration"},
+		{name: "flush interval negative", args: []string{"--flush-interval=-1s"}, stderr: "want a positive duration"},
+		{name: "flush interval no unit", env: map[string]string{"CELLSERVER_FLUSH_INTERVAL": "250"}, stderr: `invalid value "250" for environment variable CELLSERVER_FLUSH_INTERVAL: want a positive duration`},
+		{name: "backing required without redis", args: []string{"--backing-required"}, stderr: "--backing-required needs a backing Redis"},
+		{name: "backing required env bad", env: map[string]string{"CELLSERVER_BACKING_REDIS": "h:1", "CELLSERVER_BACKING_REQUIRED": "yes"}, stderr: "CELLSERVER_BACKING_REQUIRED: want true or false"},
+		{name: "backing redis scheme", args: []string{"--backing-redis", "http://h"}, stderr: `cellserver: invalid --backing-redis (CELLSERVER_BACKING_REDIS): node 1: scheme "http"`},
+		{name: "backing redis env cluster db", env: map[string]string{"CELLSERVER_BACKING_REDIS": "redis://a:1/3,b:2"}, stderr: "a Redis Cluster has database 0 only"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -165,6 +185,23 @@ func TestParseBytes(t *testing.T) {
 		got, err := parseBytes(tt.in)
 		if (err == nil) != tt.ok || got != tt.want {
 			t.Errorf("parseBytes(%q) = %d, %v; want %d, ok=%v", tt.in, got, err, tt.want, tt.ok)
+		}
+	}
+}
+
+// TestParseConfigHidesPassword: a backing Redis URL that cannot be used is
+// refused without printing its password.
+func TestParseConfigHidesPassword(t *testing.T) {
+	for _, url := range []string{"redis://u:hunter2@h:port", "redis://u:hunter2@h:1/x", "redis://u:hunter2@h:1?bad=1", "redis://u:hunter2@a:1/2,b:1"} {
+		for _, args := range [][]string{{"--backing-redis", url}, nil} {
+			var stderr bytes.Buffer
+			_, err := parseConfig(args, envMap(map[string]string{"CELLSERVER_BACKING_REDIS": url}), &stderr)
+			if !errors.Is(err, errUsage) {
+				t.Errorf("%q: err = %v, want errUsage", url, err)
+			}
+			if strings.Contains(stderr.String(), "hunter2") || !strings.Contains(stderr.String(), "invalid --backing-redis") {
+				t.Errorf("%q: stderr = %q", url, stderr.String())
+			}
 		}
 	}
 }

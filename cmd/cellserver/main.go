@@ -77,14 +77,29 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, ready chan<- net.A
 		log.Error("cannot listen", "addr", cfg.addr, "err", err)
 		return exitError
 	}
-	eng := engine.New(engine.Options{Shards: cfg.shards})
+	eng := engine.New(engine.Options{Shards: cfg.shards, TrackChanges: cfg.backingRedis != ""})
 	defer eng.Close()
-	cmds := commands.New(commands.Options{
+	// Every key is loaded before the first command is served.
+	bk, err := openBacking(ctx, cfg, eng, log)
+	if err != nil {
+		ln.Close()
+		if ctx.Err() != nil {
+			log.Info("stopped while loading the backing store")
+			return exitOK
+		}
+		log.Error("cannot start without the backing store (--backing-required)", "err", err)
+		return exitError
+	}
+	opts := commands.Options{
 		Engine:   eng,
 		Version:  version,
 		Settings: settings(cfg, ln.Addr()),
 		Logger:   log,
-	})
+	}
+	if bk != nil {
+		opts.Persistence = bk.info
+	}
+	cmds := commands.New(opts)
 	srv := server.New(server.Config{
 		Addr:            ln.Addr().String(),
 		Handler:         cmds,
@@ -106,6 +121,9 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, ready chan<- net.A
 		// Serve returns before a shutdown only when accepting failed.
 		log.Error("server stopped", "err", err)
 		srv.Close()
+		if bk != nil {
+			bk.close()
+		}
 		return exitError
 	case <-ctx.Done():
 	}
@@ -117,10 +135,16 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, ready chan<- net.A
 		log.Warn("graceful shutdown timed out; closing the remaining connections", "err", err)
 		srv.Close()
 	}
+	code := exitOK
 	if err := <-served; err != nil && !errors.Is(err, server.ErrServerClosed) {
 		log.Error("server stopped", "err", err)
-		return exitError
+		code = exitError
+	}
+	// The requests have stopped: what they changed goes to the backing
+	// Redis before the process ends.
+	if bk != nil && bk.close() != nil {
+		code = exitError
 	}
 	log.Info("stopped")
-	return exitOK
+	return code
 }

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/cellserver/cellserver/commands"
+	"github.com/cellserver/cellserver/engine"
+	"github.com/cellserver/cellserver/persist"
+)
+
+// flushTimeout bounds the final write of the changed keys to the backing
+// Redis at shutdown.
+const flushTimeout = 10 * time.Second
+
+// backing is the backing Redis and the writer that keeps it up to date.
+type backing struct {
+	store  *persist.Redis
+	writer *persist.Writer
+}
+
+// openBacking connects to the backing Redis that cfg names, loads it into
+// eng and starts writing behind; nil when there is none. eng must track
+// changes. If the load fails it returns the error when the backing Redis is
+// required or ctx is done; otherwise the writer has logged it and retries,
+// and the server serves from memory meanwhile.
+func openBacking(ctx context.Context, cfg config, eng *engine.Engine, log *slog.Logger) (*backing, error) {
+	if cfg.backingRedis == "" {
+		return nil, nil
+	}
+	store, err := persist.Dial(cfg.backingRedis, cfg.backingPrefix)
+	if err != nil { // parseConfig has checked the address
+		return nil, err
+	}
+	log.Info("loading the backing store", "url", persist.Redact(cfg.backingRedis), "prefix", cfg.backingPrefix,
+		"flush_interval", cfg.flushInterval, "required", cfg.backingRequired)
+	w := persist.New(eng, store, persist.Options{
+		FlushInterval: cfg.flushInterval,
+		Logger:        log,
+		Required:      cfg.backingRequired,
+	})
+	if err := w.Load(ctx); err != nil && (cfg.backingRequired || ctx.Err() != nil) {
+		store.Close()
+		return nil, err
+	}
+	w.Start()
+	return &backing{store: store, writer: w}, nil
+}
+
+// close writes every change still pending, within flushTimeout, and closes
+// the connection. It returns the error that left changes unwritten.
+func (b *backing) close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
+	defer cancel()
+	err := b.writer.Close(ctx)
+	b.store.Close()
+	return err
+}
+
+// info returns the fields INFO's persistence section adds.
+func (b *backing) info() []commands.Setting {
+	return persistenceInfo(b.writer.Stats(), time.Now())
+}
+
+// persistenceInfo renders a writer's counters as INFO fields at time now.
+// The last flush age is -1 before the first flush.
+func persistenceInfo(s persist.Stats, now time.Time) []commands.Setting {
+	age := int64(-1)
+	if !s.LastFlush.IsZero() {
+		age = max(now.Sub(s.LastFlush).Milliseconds(), 0)
+	}
+	i64 := func(n int64) string { return strconv.FormatInt(n, 10) }
+	return []commands.Setting{
+		{Name: "backing_status", Value: s.Status.String()},
+		{Name: "backing_pending_keys", Value: strconv.Itoa(s.PendingKeys)},
+		{Name: "backing_flushed_keys", Value: i64(s.FlushedKeys)},
+		{Name: "backing_failed_flushes", Value: i64(s.FailedFlushes)},
+		{Name: "backing_last_flush_age_ms", Value: i64(age)},
+		{Name: "backing_load_time_ms", Value: i64(s.LoadTime.Milliseconds())},
+		{Name: "backing_loaded_keys", Value: i64(s.LoadedKeys)},
+		{Name: "backing_skipped_keys", Value: i64(s.SkippedKeys)},
+	}
+}
