@@ -8,6 +8,7 @@ import (
 
 	"github.com/cellserver/cellserver/commands"
 	"github.com/cellserver/cellserver/engine"
+	"github.com/cellserver/cellserver/metrics"
 	"github.com/cellserver/cellserver/persist"
 )
 
@@ -81,5 +82,28 @@ func persistenceInfo(s persist.Stats, now time.Time) []commands.Setting {
 		{Name: "backing_load_time_ms", Value: i64(s.LoadTime.Milliseconds())},
 		{Name: "backing_loaded_keys", Value: i64(s.LoadedKeys)},
 		{Name: "backing_skipped_keys", Value: i64(s.SkippedKeys)},
+	}
+}
+
+// samples returns the writer's counters for /metrics.
+func (b *backing) samples() []metrics.Sample {
+	s := b.writer.Stats()
+	up := 0.0
+	if s.Status == persist.StatusOK {
+		up = 1
+	}
+	age := -1.0
+	if !s.LastFlush.IsZero() {
+		age = max(time.Since(s.LastFlush).Seconds(), 0)
+	}
+	return []metrics.Sample{
+		{Name: "up", Help: "1 while the backing store takes writes, 0 while it is down or loading.", Value: up},
+		{Name: "pending_keys", Help: "Keys changed and not yet written to the backing store.", Value: float64(s.PendingKeys)},
+		{Name: "flushed_keys_total", Help: "Key records written to the backing store.", Value: float64(s.FlushedKeys), Counter: true},
+		{Name: "failed_flushes_total", Help: "Writes to the backing store that failed and were retried.", Value: float64(s.FailedFlushes), Counter: true},
+		{Name: "last_flush_age_seconds", Help: "Seconds since a flush last left nothing pending; -1 before the first.", Value: age},
+		{Name: "load_time_seconds", Help: "How long loading the backing store took at start.", Value: s.LoadTime.Seconds()},
+		{Name: "loaded_keys", Help: "Keys loaded from the backing store at start.", Value: float64(s.LoadedKeys)},
+		{Name: "skipped_keys", Help: "Keys in the backing store that could not be read as limits.", Value: float64(s.SkippedKeys)},
 	}
 }

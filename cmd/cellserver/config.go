@@ -30,6 +30,20 @@ type config struct {
 	backingPrefix   string
 	flushInterval   time.Duration
 	backingRequired bool
+
+	// requirepass is the default user's password: never log it.
+	requirepass   string
+	usersFile     string
+	tlsCertFile   string
+	tlsKeyFile    string
+	tlsCAFile     string
+	protectedMode bool
+	timeout       int // seconds a client may stay idle; 0 for ever
+
+	maxmemory         int64
+	slowlogSlowerThan int64 // µs
+	slowlogMaxLen     int
+	metricsAddr       string
 }
 
 const (
@@ -61,11 +75,14 @@ type option struct {
 // for anything else it cannot accept, having written why to stderr.
 func parseConfig(args []string, env func(string) string, stderr io.Writer) (config, error) {
 	cfg := config{
-		addr:            defaultAddr,
-		logLevel:        slog.LevelInfo,
-		logFormat:       "text",
-		protoMaxBulkLen: defaultProtoMaxBulkLen,
-		flushInterval:   defaultFlushInterval,
+		addr:              defaultAddr,
+		logLevel:          slog.LevelInfo,
+		logFormat:         "text",
+		protoMaxBulkLen:   defaultProtoMaxBulkLen,
+		flushInterval:     defaultFlushInterval,
+		protectedMode:     true,
+		slowlogSlowerThan: 10000,
+		slowlogMaxLen:     128,
 	}
 	opts := []option{
 		{"addr", "CELLSERVER_ADDR", "`host:port` to listen on (port 0 picks a free port)", (*addrValue)(&cfg.addr)},
@@ -77,6 +94,17 @@ func parseConfig(args []string, env func(string) string, stderr io.Writer) (conf
 		{"backing-prefix", "CELLSERVER_BACKING_PREFIX", "`prefix` of every key in the backing Redis (default none, where redis-cell keeps its keys)", (*stringValue)(&cfg.backingPrefix)},
 		{"flush-interval", "CELLSERVER_FLUSH_INTERVAL", "`duration` between two writes of the changed keys to the backing Redis", (*durationValue)(&cfg.flushInterval)},
 		{"backing-required", "CELLSERVER_BACKING_REQUIRED", "refuse to start when the backing Redis cannot be loaded, instead of serving from memory and retrying", (*boolValue)(&cfg.backingRequired)},
+		{"requirepass", "CELLSERVER_REQUIREPASS", "`password` of the default user; clients AUTH before any other command (prefer the environment variable, which ps does not show)", (*stringValue)(&cfg.requirepass)},
+		{"users-file", "CELLSERVER_USERS_FILE", "`path` of a file of named users and their passwords (a subset of Redis's ACL file syntax)", (*stringValue)(&cfg.usersFile)},
+		{"tls-cert-file", "CELLSERVER_TLS_CERT_FILE", "`path` of the server's TLS certificate (PEM); with --tls-key-file the port speaks TLS", (*stringValue)(&cfg.tlsCertFile)},
+		{"tls-key-file", "CELLSERVER_TLS_KEY_FILE", "`path` of the server's TLS private key (PEM)", (*stringValue)(&cfg.tlsKeyFile)},
+		{"tls-ca-cert-file", "CELLSERVER_TLS_CA_CERT_FILE", "`path` of the CA certificates (PEM) that client certificates must be signed by; set, clients must present one", (*stringValue)(&cfg.tlsCAFile)},
+		{"protected-mode", "CELLSERVER_PROTECTED_MODE", "refuse non-loopback clients while listening beyond loopback with no password, as Redis does (yes or no)", (*yesNoValue)(&cfg.protectedMode)},
+		{"timeout", "CELLSERVER_TIMEOUT", "close a client idle for this many `seconds` (0: never)", (*nonNegativeInt)(&cfg.timeout)},
+		{"maxmemory", "CELLSERVER_MAXMEMORY", "bound on the keyspace's estimated size in `bytes` (100mb, 1gb, ...); the keys that expire soonest are evicted first; 0 for none", (*sizeValue)(&cfg.maxmemory)},
+		{"slowlog-log-slower-than", "CELLSERVER_SLOWLOG_LOG_SLOWER_THAN", "`microseconds` from which a command enters the slow log; 0 logs every command, negative none", (*int64Value)(&cfg.slowlogSlowerThan)},
+		{"slowlog-max-len", "CELLSERVER_SLOWLOG_MAX_LEN", "`count` of slow log entries kept", (*nonNegativeInt)(&cfg.slowlogMaxLen)},
+		{"metrics-addr", "CELLSERVER_METRICS_ADDR", "`host:port` serving /metrics, /healthz and /readyz over HTTP; empty for none", (*stringValue)(&cfg.metricsAddr)},
 	}
 
 	fs := flag.NewFlagSet("cellserver", flag.ContinueOnError)
@@ -123,7 +151,18 @@ func parseConfig(args []string, env func(string) string, stderr io.Writer) (conf
 			fmt.Fprintf(stderr, "cellserver: invalid --backing-redis (CELLSERVER_BACKING_REDIS): %v\n", err)
 			return cfg, errUsage
 		}
-	} else if cfg.backingRequired {
+	}
+	if (cfg.tlsCertFile == "") != (cfg.tlsKeyFile == "") || (cfg.tlsCAFile != "" && cfg.tlsCertFile == "") {
+		fmt.Fprintf(stderr, "cellserver: TLS needs both --tls-cert-file and --tls-key-file (and --tls-ca-cert-file only with them)\n")
+		return cfg, errUsage
+	}
+	if cfg.metricsAddr != "" {
+		if err := (*addrValue)(new(string)).Set(cfg.metricsAddr); err != nil {
+			fmt.Fprintf(stderr, "cellserver: invalid --metrics-addr %q: %v\n", cfg.metricsAddr, err)
+			return cfg, errUsage
+		}
+	}
+	if cfg.backingRedis == "" && cfg.backingRequired {
 		fmt.Fprintf(stderr, "cellserver: --backing-required needs a backing Redis (--backing-redis or CELLSERVER_BACKING_REDIS)\n")
 		return cfg, errUsage
 	}
@@ -279,4 +318,69 @@ func parseBytes(s string) (int64, error) {
 		return 0, errBad
 	}
 	return n * mul, nil
+}
+
+// sizeValue is a size in bytes as Redis writes memory sizes, 0 allowed.
+type sizeValue int64
+
+func (b *sizeValue) String() string { return strconv.FormatInt(int64(*b), 10) }
+
+func (b *sizeValue) Set(s string) error {
+	n, err := parseBytes(s)
+	if err != nil {
+		return err
+	}
+	*b = sizeValue(n)
+	return nil
+}
+
+// int64Value is any whole number.
+type int64Value int64
+
+func (v *int64Value) String() string { return strconv.FormatInt(int64(*v), 10) }
+
+func (v *int64Value) Set(s string) error {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return errors.New("want a whole number")
+	}
+	*v = int64Value(n)
+	return nil
+}
+
+// nonNegativeInt is a whole number from 0.
+type nonNegativeInt int
+
+func (v *nonNegativeInt) String() string { return strconv.Itoa(int(*v)) }
+
+func (v *nonNegativeInt) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return errors.New("want a whole number from 0")
+	}
+	*v = nonNegativeInt(n)
+	return nil
+}
+
+// yesNoValue is a switch written as Redis writes them: yes or no (true and
+// false are accepted too).
+type yesNoValue bool
+
+func (b *yesNoValue) String() string {
+	if *b {
+		return "yes"
+	}
+	return "no"
+}
+
+func (b *yesNoValue) Set(s string) error {
+	switch strings.ToLower(s) {
+	case "yes", "true", "1":
+		*b = true
+	case "no", "false", "0":
+		*b = false
+	default:
+		return errors.New("want yes or no")
+	}
+	return nil
 }

@@ -16,7 +16,8 @@ func envMap(m map[string]string) func(string) string {
 }
 
 func TestParseConfig(t *testing.T) {
-	defaults := config{addr: defaultAddr, logLevel: slog.LevelInfo, logFormat: "text", protoMaxBulkLen: 512 << 20, flushInterval: 250 * time.Millisecond}
+	defaults := config{addr: defaultAddr, logLevel: slog.LevelInfo, logFormat: "text", protoMaxBulkLen: 512 << 20, flushInterval: 250 * time.Millisecond,
+		protectedMode: true, slowlogSlowerThan: 10000, slowlogMaxLen: 128}
 	with := func(f func(*config)) config {
 		c := defaults
 		f(&c)
@@ -64,8 +65,18 @@ func TestParseConfig(t *testing.T) {
 			"CELLSERVER_LOG_FORMAT": "json", "CELLSERVER_PROTO_MAX_BULK_LEN": "2mb",
 			"CELLSERVER_BACKING_REDIS": "rediss://u:p@h:1", "CELLSERVER_BACKING_PREFIX": "p:",
 			"CELLSERVER_FLUSH_INTERVAL": "2s", "CELLSERVER_BACKING_REQUIRED": "true",
+			"CELLSERVER_REQUIREPASS": "pw", "CELLSERVER_USERS_FILE": "/u", "CELLSERVER_TLS_CERT_FILE": "/c",
+			"CELLSERVER_TLS_KEY_FILE": "/k", "CELLSERVER_TLS_CA_CERT_FILE": "/ca", "CELLSERVER_PROTECTED_MODE": "no",
+			"CELLSERVER_TIMEOUT": "30", "CELLSERVER_MAXMEMORY": "100mb", "CELLSERVER_SLOWLOG_LOG_SLOWER_THAN": "-1",
+			"CELLSERVER_SLOWLOG_MAX_LEN": "5", "CELLSERVER_METRICS_ADDR": ":9121",
 		}, want: config{addr: "127.0.0.1:7001", shards: 64, logLevel: slog.LevelError, logFormat: "json", protoMaxBulkLen: 2 << 20,
-			backingRedis: "rediss://u:p@h:1", backingPrefix: "p:", flushInterval: 2 * time.Second, backingRequired: true}},
+			backingRedis: "rediss://u:p@h:1", backingPrefix: "p:", flushInterval: 2 * time.Second, backingRequired: true,
+			requirepass: "pw", usersFile: "/u", tlsCertFile: "/c", tlsKeyFile: "/k", tlsCAFile: "/ca",
+			timeout: 30, maxmemory: 100 << 20, slowlogSlowerThan: -1, slowlogMaxLen: 5, metricsAddr: ":9121"}},
+		{name: "protected mode flag", args: []string{"--protected-mode", "no"}, want: with(func(c *config) { c.protectedMode = false })},
+		{name: "maxmemory zero", args: []string{"--maxmemory", "0"}, want: defaults},
+		{name: "maxmemory small", args: []string{"--maxmemory", "1kb"}, want: with(func(c *config) { c.maxmemory = 1024 })},
+		{name: "slowlog every command", args: []string{"--slowlog-log-slower-than", "0"}, want: with(func(c *config) { c.slowlogSlowerThan = 0 })},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -122,6 +133,13 @@ func TestParseConfigRejects(t *testing.T) {
 		{name: "backing required without redis", args: []string{"--backing-required"}, stderr: "--backing-required needs a backing Redis"},
 		{name: "backing required env bad", env: map[string]string{"CELLSERVER_BACKING_REDIS": "h:1", "CELLSERVER_BACKING_REQUIRED": "yes"}, stderr: "CELLSERVER_BACKING_REQUIRED: want true or false"},
 		{name: "backing redis scheme", args: []string{"--backing-redis", "http://h"}, stderr: `cellserver: invalid --backing-redis (CELLSERVER_BACKING_REDIS): node 1: scheme "http"`},
+		{name: "tls cert without key", args: []string{"--tls-cert-file", "/c"}, stderr: "TLS needs both --tls-cert-file and --tls-key-file"},
+		{name: "tls ca alone", env: map[string]string{"CELLSERVER_TLS_CA_CERT_FILE": "/ca"}, stderr: "TLS needs both"},
+		{name: "protected mode word", args: []string{"--protected-mode", "maybe"}, stderr: "want yes or no"},
+		{name: "timeout negative", args: []string{"--timeout", "-1"}, stderr: "want a whole number from 0"},
+		{name: "maxmemory word", args: []string{"--maxmemory", "lots"}, stderr: "want a size in bytes"},
+		{name: "slowlog max len negative", env: map[string]string{"CELLSERVER_SLOWLOG_MAX_LEN": "-1"}, stderr: "CELLSERVER_SLOWLOG_MAX_LEN: want a whole number from 0"},
+		{name: "metrics addr", args: []string{"--metrics-addr", "nowhere"}, stderr: "invalid --metrics-addr"},
 		{name: "backing redis env cluster db", env: map[string]string{"CELLSERVER_BACKING_REDIS": "redis://a:1/3,b:2"}, stderr: "a Redis Cluster has database 0 only"},
 	}
 	for _, tt := range tests {

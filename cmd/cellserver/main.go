@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,11 +16,13 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/cellserver/cellserver/commands"
 	"github.com/cellserver/cellserver/engine"
+	"github.com/cellserver/cellserver/metrics"
 	"github.com/cellserver/cellserver/server"
 )
 
@@ -56,6 +59,9 @@ func main() {
 // address it listens on once it accepts connections; it must have room for
 // that value or a reader.
 func run(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer, ready chan<- net.Addr) int {
+	if len(args) > 0 && args[0] == "ping" {
+		return ping(args[1:], env, stdout, stderr)
+	}
 	cfg, err := parseConfig(args, env, stderr)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
@@ -77,8 +83,75 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, ready chan<- net.A
 		log.Error("cannot listen", "addr", cfg.addr, "err", err)
 		return exitError
 	}
-	eng := engine.New(engine.Options{Shards: cfg.shards, TrackChanges: cfg.backingRedis != ""})
+	users, err := commands.LoadUsers(cfg.usersFile, cfg.requirepass)
+	if err != nil {
+		ln.Close()
+		log.Error("cannot read the users", "err", err) // the error never quotes a password
+		return exitError
+	}
+	var tlsConfig *tls.Config
+	if cfg.tlsCertFile != "" {
+		if tlsConfig, err = server.LoadTLS(cfg.tlsCertFile, cfg.tlsKeyFile, cfg.tlsCAFile); err != nil {
+			ln.Close()
+			log.Error("cannot load the TLS files", "err", err)
+			return exitError
+		}
+	}
+	eng := engine.New(engine.Options{
+		Shards:       cfg.shards,
+		TrackChanges: cfg.backingRedis != "",
+		MaxMemory:    cfg.maxmemory,
+	})
 	defer eng.Close()
+	// The backing store is opened once the server exists, so that /readyz
+	// can answer while it loads; its figures are read through this pointer.
+	var loadedBacking atomic.Pointer[backing]
+	cmds := commands.New(commands.Options{
+		Engine:               eng,
+		Version:              version,
+		Settings:             settings(cfg, ln.Addr()),
+		Logger:               log,
+		Users:                users,
+		SlowlogLogSlowerThan: cfg.slowlogSlowerThan,
+		SlowlogMaxLen:        cfg.slowlogMaxLen,
+		Persistence: func() []commands.Setting {
+			if b := loadedBacking.Load(); b != nil {
+				return b.info()
+			}
+			return nil
+		},
+	})
+	srv := server.New(server.Config{
+		Addr:            ln.Addr().String(),
+		Handler:         cmds,
+		Logger:          log,
+		ProtoMaxBulkLen: cfg.protoMaxBulkLen,
+		MaxClients:      maxClients,
+		TLS:             tlsConfig,
+		ProtectedMode:   cfg.protectedMode,
+		PasswordSet:     users.PasswordSet(),
+		IdleTimeout:     time.Duration(cfg.timeout) * time.Second,
+	})
+	cmds.SetHost(srv)
+
+	// /readyz answers 503 until every key is loaded from the backing store.
+	var loaded atomic.Bool
+	ms, err := startMetrics(cfg.metricsAddr, metrics.NewHandler(metrics.Options{
+		Commands: cmds, Engine: eng, Host: srv, Ready: loaded.Load,
+		Persistence: func() []metrics.Sample {
+			if b := loadedBacking.Load(); b != nil {
+				return b.samples()
+			}
+			return nil
+		},
+	}), log)
+	if err != nil {
+		ln.Close()
+		log.Error("cannot listen for metrics", "addr", cfg.metricsAddr, "err", err)
+		return exitError
+	}
+	defer ms.stop()
+
 	// Every key is loaded before the first command is served.
 	bk, err := openBacking(ctx, cfg, eng, log)
 	if err != nil {
@@ -90,24 +163,10 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, ready chan<- net.A
 		log.Error("cannot start without the backing store (--backing-required)", "err", err)
 		return exitError
 	}
-	opts := commands.Options{
-		Engine:   eng,
-		Version:  version,
-		Settings: settings(cfg, ln.Addr()),
-		Logger:   log,
-	}
 	if bk != nil {
-		opts.Persistence = bk.info
+		loadedBacking.Store(bk)
 	}
-	cmds := commands.New(opts)
-	srv := server.New(server.Config{
-		Addr:            ln.Addr().String(),
-		Handler:         cmds,
-		Logger:          log,
-		ProtoMaxBulkLen: cfg.protoMaxBulkLen,
-		MaxClients:      maxClients,
-	})
-	cmds.SetHost(srv)
+	loaded.Store(true)
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

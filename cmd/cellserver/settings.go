@@ -26,7 +26,21 @@ func settings(cfg config, listen net.Addr) []commands.Setting {
 		{Name: "bind", Value: host},
 		{Name: "port", Value: port},
 		{Name: "proto-max-bulk-len", Value: strconv.FormatInt(cfg.protoMaxBulkLen, 10)},
-		{Name: "timeout", Value: "0"},
+		{Name: "timeout", Value: strconv.Itoa(cfg.timeout)},
 		{Name: "maxclients", Value: strconv.Itoa(maxClients)},
+		{Name: "protected-mode", Value: (*yesNoValue)(&cfg.protectedMode).String()},
+		{Name: "tls-port", Value: tlsPort(cfg, port)},
+		{Name: "tls-cert-file", Value: cfg.tlsCertFile},
+		{Name: "tls-key-file", Value: cfg.tlsKeyFile},
+		{Name: "tls-ca-cert-file", Value: cfg.tlsCAFile},
 	}
+}
+
+// tlsPort is the port that speaks TLS, as Redis reports it: the listening
+// port when TLS is on (cellserver's one port speaks either), else 0.
+func tlsPort(cfg config, port string) string {
+	if cfg.tlsCertFile == "" {
+		return "0"
+	}
+	return port
 }

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// freeAddr returns a loopback address with a port nobody listens on now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+func httpGet(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// TestRunProductionFlags: the security, bounds and metrics flags reach the
+// server they configure.
+func TestRunProductionFlags(t *testing.T) {
+	metricsAddr := freeAddr(t)
+	r := startRun(t, []string{"--addr", "127.0.0.1:0"}, map[string]string{
+		"CELLSERVER_REQUIREPASS":             "s3cret",
+		"CELLSERVER_METRICS_ADDR":            metricsAddr,
+		"CELLSERVER_MAXMEMORY":               "64mb",
+		"CELLSERVER_SLOWLOG_LOG_SLOWER_THAN": "0",
+		"CELLSERVER_TIMEOUT":                 "60",
+	})
+	ctx := context.Background()
+
+	anon := newClient(t, r.addr)
+	if err := anon.Do(ctx, "CL.THROTTLE", "k", "15", "30", "60").Err(); err == nil || err.Error() != "NOAUTH Authentication required." {
+		t.Fatalf("without AUTH: %v, want NOAUTH", err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: r.addr, Password: "s3cret", MaxRetries: -1})
+	defer rdb.Close()
+	if got, err := rdb.Do(ctx, "CL.THROTTLE", "k", "15", "30", "60").Int64Slice(); err != nil || got[2] != 15 {
+		t.Fatalf("with AUTH: %v %v", got, err)
+	}
+	for name, want := range map[string]string{"maxmemory": "67108864", "slowlog-log-slower-than": "0",
+		"timeout": "60", "requirepass": "", "protected-mode": "yes"} {
+		got, err := rdb.ConfigGet(ctx, name).Result()
+		if err != nil || got[name] != want {
+			t.Errorf("CONFIG GET %s = %v %v, want %q", name, got, err, want)
+		}
+	}
+	if n, err := rdb.Do(ctx, "SLOWLOG", "LEN").Int64(); err != nil || n == 0 {
+		t.Errorf("SLOWLOG LEN = %d %v, want entries with a threshold of 0", n, err)
+	}
+
+	if code, body := httpGet(t, "http://"+metricsAddr+"/readyz"); code != http.StatusOK {
+		t.Errorf("/readyz = %d %q, want 200", code, body)
+	}
+	_, body := httpGet(t, "http://"+metricsAddr+"/metrics")
+	if !regexp.MustCompile(`(?m)^cellserver_commands_total\{command="cl.throttle",outcome="allowed"\} 1$`).MatchString(body) {
+		t.Errorf("/metrics lacks one allowed cl.throttle:\n%s", grepLines(body, "cellserver_commands_total"))
+	}
+	if !regexp.MustCompile(`(?m)^cellserver_maxmemory_bytes 6.7108864e\+07$`).MatchString(body) {
+		t.Errorf("/metrics lacks maxmemory:\n%s", grepLines(body, "maxmemory"))
+	}
+	if strings.Contains(r.stderr.String(), "s3cret") {
+		t.Error("the log shows the password")
+	}
+}
+
+// grepLines returns the lines of s that contain sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// TestPing: `cellserver ping` answers 0 against a live server (with its
+// password, and on 0.0.0.0 through loopback) and 1 when nothing listens or
+// the password is wrong.
+func TestPing(t *testing.T) {
+	r := startRun(t, []string{"--addr", "0.0.0.0:0"}, map[string]string{"CELLSERVER_REQUIREPASS": "pw"})
+	_, port, _ := net.SplitHostPort(r.addr)
+	cases := []struct {
+		name string
+		env  map[string]string
+		code int
+	}{
+		{"live", map[string]string{"CELLSERVER_ADDR": "0.0.0.0:" + port, "CELLSERVER_REQUIREPASS": "pw"}, exitOK},
+		{"wrong password", map[string]string{"CELLSERVER_ADDR": "127.0.0.1:" + port, "CELLSERVER_REQUIREPASS": "no"}, exitError},
+		{"no password", map[string]string{"CELLSERVER_ADDR": "127.0.0.1:" + port}, exitError},
+		{"nothing listens", map[string]string{"CELLSERVER_ADDR": freeAddr(t)}, exitError},
+	}
+	for _, c := range cases {
+		var stdout, stderr strings.Builder
+		if code := run(context.Background(), []string{"ping"}, envMap(c.env), &stdout, &stderr, nil); code != c.code {
+			t.Errorf("%s: exit %d, want %d; stderr %q", c.name, code, c.code, stderr.String())
+		}
+		if c.code == exitOK && stdout.String() != "PONG\n" {
+			t.Errorf("%s: stdout %q", c.name, stdout.String())
+		}
+	}
+}
