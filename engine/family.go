@@ -9,6 +9,12 @@ const (
 	FamilyNone Family = iota
 	// FamilyCL is a GCRA key written by CL.THROTTLE.
 	FamilyCL
+	// FamilySW is a sliding-log key (SW.THROTTLE): its requests' times.
+	FamilySW
+	// FamilySWC is a sliding-window-counter key (SWC.THROTTLE).
+	FamilySWC
+	// FamilyFW is a fixed-window key (FW.THROTTLE).
+	FamilyFW
 
 	// numFamilies sizes the per-family key counts; new families go above it.
 	numFamilies
@@ -29,6 +35,12 @@ func (f Family) TypeName() string {
 	switch f {
 	case FamilyCL:
 		return "string"
+	case FamilySW:
+		return "sw"
+	case FamilySWC:
+		return "swc"
+	case FamilyFW:
+		return "fw"
 	}
 	return "none"
 }
@@ -38,6 +50,8 @@ func (f Family) Name() string {
 	switch f {
 	case FamilyCL:
 		return "cl"
+	case FamilySW, FamilySWC, FamilyFW:
+		return f.TypeName()
 	}
 	return "none"
 }

@@ -47,6 +47,9 @@ type gcraStep struct {
 	store     bool
 	tat       uint64
 	ttlMillis int64
+	// retry and reset are retry_after and reset_after before rounding, in
+	// ns (saturated); retry is -1 when the result's is.
+	retry, reset int64
 }
 
 // emissionInterval is redis-cell's Rate::per_period: period seconds divided
@@ -84,12 +87,13 @@ func gcra(now int64, st gcraState, q GCRAQuota, quantity int64) (gcraStep, error
 	newTat := base.add(inc)
 	diff := nowS.sub(newTat.sub(dvt))
 
-	step := gcraStep{result: Result{Limit: limit, RetryAfter: -1}}
+	step := gcraStep{result: Result{Limit: limit, RetryAfter: -1}, retry: -1}
 	var ttl span
 	if diff.less(span{}) {
 		step.result.Limited = true
 		if incNanos <= dvtNanos {
 			step.result.RetryAfter = diff.neg().roundUpSeconds()
+			step.retry = diff.neg().nanosSaturated()
 		}
 		ttl = tat.sub(nowS)
 	} else {
@@ -104,5 +108,6 @@ func gcra(now int64, st gcraState, q GCRAQuota, quantity int64) (gcraStep, error
 		step.result.Remaining = saturatingInt64(float64(next.wholeMicros()) / float64(emission.wholeMicros()))
 	}
 	step.result.ResetAfter = ttl.roundUpSeconds()
+	step.reset = ttl.nanosSaturated()
 	return step, nil
 }

@@ -31,11 +31,12 @@ func modelGCRA(now int64, st gcraState, q GCRAQuota, quantity int64) (gcraStep, 
 	diff := new(big.Int).Sub(nowB, new(big.Int).Sub(newTat, dvt))
 	res := Result{Limit: limit, RetryAfter: -1}
 	var ttl *big.Int
-	step := gcraStep{}
+	step := gcraStep{retry: -1}
 	if diff.Sign() < 0 {
 		res.Limited = true
 		if inc.Cmp(dvt) <= 0 {
 			res.RetryAfter = modelRoundUp(new(big.Int).Neg(diff))
+			step.retry = saturate(new(big.Int).Neg(diff))
 		}
 		ttl = new(big.Int).Sub(tat, nowB)
 	} else {
@@ -57,8 +58,20 @@ func modelGCRA(now int64, st gcraState, q GCRAQuota, quantity int64) (gcraStep, 
 		res.Remaining = saturatingInt64(nf / ef)
 	}
 	res.ResetAfter = modelRoundUp(ttl)
+	step.reset = saturate(ttl)
 	step.result = res
 	return step, nil
+}
+
+// saturate clamps d to int64.
+func saturate(d *big.Int) int64 {
+	switch {
+	case d.Cmp(big.NewInt(math.MaxInt64)) > 0:
+		return math.MaxInt64
+	case d.Cmp(big.NewInt(math.MinInt64)) < 0:
+		return math.MinInt64
+	}
+	return d.Int64()
 }
 
 // modelRoundUp is seconds as f64 (whole seconds + nanos/1e9), truncated,

@@ -14,7 +14,14 @@ type entry struct {
 	expireAt int64 // unix ms
 	indexed  int64 // the time the key is filed under in the expiry index, <= expireAt
 	tat      uint64
-	family   Family
+	// start, cur and prev are a counter key's buckets: the current bucket's
+	// start in ns since the epoch, its count, and the previous bucket's
+	// count (SWC only).
+	start     int64
+	cur, prev uint32
+	family    Family
+	// log is a sliding-log key's recorded requests (SW only).
+	log *swLog
 }
 
 // expiryItem files a key in a shard's expiry index.
@@ -133,7 +140,7 @@ func (s *shard) remove(i uint32) {
 	e := &s.entries[i]
 	s.expiry.Delete(expiryItem{at: e.indexed, key: e.key})
 	delete(s.slots, e.key)
-	s.used.Add(-keyCost(len(e.key)))
+	s.used.Add(-keyCost(len(e.key)) - e.log.bytes())
 	s.keys[e.family].Add(-1)
 	*e = entry{}
 	s.free = append(s.free, i)

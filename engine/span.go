@@ -75,6 +75,18 @@ func (a span) unixNanosU64() uint64 {
 	return uint64(a.sec)*nanosPerSecond + uint64(int64(a.nsec))
 }
 
+// nanosSaturated is the span in nanoseconds, saturated to int64.
+func (a span) nanosSaturated() int64 {
+	const limit = math.MaxInt64 / nanosPerSecond // 9223372036
+	switch {
+	case a.sec > limit || (a.sec == limit && a.nsec > math.MaxInt64%nanosPerSecond):
+		return math.MaxInt64
+	case a.sec < -limit || (a.sec == -limit && a.nsec < math.MinInt64%nanosPerSecond):
+		return math.MinInt64
+	}
+	return a.sec*nanosPerSecond + int64(a.nsec)
+}
+
 // roundUpSeconds converts a span to whole seconds the way redis-cell reports
 // retry_after and reset_after: truncated, plus one when the sub-second part
 // has a positive millisecond.

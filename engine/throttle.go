@@ -35,8 +35,20 @@ func (e *Engine) Throttle(tx *Txn, key []byte, q GCRAQuota, quantity int64) (Res
 		// gives every later call redis-cell's answer.
 		s.removeKey(key, nowMs)
 	}
-	if err != nil || !step.store {
+	if err != nil {
 		return step.result, err
+	}
+	if err := s.storeGCRA(key, ent, step, nowMs); err != nil {
+		return Result{}, err
+	}
+	return step.result, nil
+}
+
+// storeGCRA writes a GCRA step's state to key, whose live entry is ent (nil
+// for a fresh key).
+func (s *shard) storeGCRA(key []byte, ent *entry, step gcraStep, nowMs int64) error {
+	if !step.store {
+		return nil
 	}
 	if step.ttlMillis < 0 {
 		// redis-cell clears the expiry here and leaves a TAT in the past
@@ -44,17 +56,17 @@ func (e *Engine) Throttle(tx *Txn, key []byte, q GCRAQuota, quantity int64) (Res
 		if ent != nil {
 			s.removeKey(key, nowMs)
 		}
-		return step.result, nil
+		return nil
 	}
 	expireAt := nowMs + step.ttlMillis
 	if ent == nil {
 		if ent = s.create(key, FamilyCL, expireAt, nowMs); ent == nil {
-			return Result{}, ErrOutOfMemory
+			return ErrOutOfMemory
 		}
 	} else {
 		s.setExpiry(ent, expireAt)
 	}
 	ent.tat = step.tat
 	s.markChanged(ent.key)
-	return step.result, nil
+	return nil
 }
