@@ -152,6 +152,9 @@ func writeCommandInfo(w Writer, cmd *Command) {
 			flags = append(flags, f.name)
 		}
 	}
+	if cmd.Keys != nil {
+		flags = append(flags, "movablekeys") // as Redis marks a command with a getkeys function
+	}
 	writeStatusSet(w, flags)
 	w.WriteInt(int64(first))
 	w.WriteInt(int64(last))

@@ -11,7 +11,8 @@ func commandGetKeysAndFlags(ctx *Context, w Writer, args [][]byte) {
 }
 
 // getKeys answers with the key arguments of the full command, found from
-// the table's key positions, and with their key-spec flags if asked.
+// the table's key positions (or the command's Keys function), and with
+// their key-spec flags if asked.
 func getKeys(ctx *Context, w Writer, full [][]byte, withFlags bool) {
 	// >> Args
 	cmd := ctx.cmds.table.lookup(full[0])
@@ -22,7 +23,7 @@ func getKeys(ctx *Context, w Writer, full [][]byte, withFlags bool) {
 	case cmd == nil:
 		w.WriteError(msgInvalidCommand)
 		return
-	case cmd.FirstKey <= 0:
+	case cmd.FirstKey <= 0 && cmd.Keys == nil:
 		w.WriteError(msgNoKeyArguments)
 		return
 	case !arityOK(cmd.Arity, len(full)):

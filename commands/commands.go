@@ -101,7 +101,7 @@ func (c *Commands) SetHost(h Host) {
 func (c *Commands) all() []*Command {
 	var cmds []*Command
 	for _, group := range [][]*Command{
-		throttleCommands(), keyspaceCommands(), connectionCommands(),
+		throttleCommands(), windowCommands(), keyspaceCommands(), connectionCommands(),
 		transactionCommands(), c.serverCommands(),
 	} {
 		cmds = append(cmds, group...)

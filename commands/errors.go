@@ -74,3 +74,25 @@ const (
 	msgSlowlogCount     = "ERR count should be greater than or equal to -1"
 	msgSubcommandSyntax = "ERR unknown subcommand or wrong number of arguments for '%s'. Try %s HELP."
 )
+
+// SW.THROTTLE, SWC.THROTTLE, FW.THROTTLE and THROTTLE.ALL texts
+// (cellserver's own, in Redis's style: each names the problem).
+const (
+	msgWindowLimit    = "ERR limit must be an integer from 1 to 4294967295"
+	msgWindowDuration = "ERR window must be a positive whole number of seconds or a duration such as " +
+		"250ms, 10s, 5m, 1h or 1d, up to 100 years"
+	msgQuantity      = "ERR quantity must be a non-negative integer"
+	msgWindowOption  = "ERR unknown option '%s'; the only option is MS"
+	msgAllNoRule     = "ERR THROTTLE.ALL needs at least one rule: CL key max_burst count period, or SW, SWC or FW key limit window"
+	msgAllUnknown    = "ERR unknown rule or option '%s': a rule starts with CL, SW, SWC or FW; the options are QUANTITY n and MS"
+	msgAllIncomplete = "ERR rule %d is incomplete: %s"
+	msgAllInRule     = "ERR rule %d (%s): %s"  // the rule's number and family, then the problem:
+	msgAllCellInt    = "%s must be an integer" // a CL rule's max_burst, count or period
+	msgAllZeroRate   = "zero rates are not supported: count and period must not be 0"
+	msgAllDuplicate  = "ERR rules %d and %d name the same key; each rule needs a key of its own"
+	msgAllSameKey    = "ERR two rules name the same key; each rule needs a key of its own"
+	// msgAllRateRounds and msgAllCellExpire are GCRA's errors when the
+	// engine, not the parser, finds them.
+	msgAllRateRounds = "ERR a CL rule's rate is zero: its period divided by its count is under one nanosecond"
+	msgAllCellExpire = "ERR a CL rule's arguments would set its TAT in the past (redis-cell's 'Error while setting key expire'); nothing was written"
+)

@@ -136,7 +136,7 @@ func (c *Commands) newObserver() *observer {
 		slowlog:   newSlowlog(c.opts.SlowlogLogSlowerThan, c.opts.SlowlogMaxLen),
 	}
 	deciding := make(map[string]bool)
-	for _, cmd := range throttleCommands() {
+	for _, cmd := range decidingCommands() {
 		deciding[cmd.Name] = true
 	}
 	add := func(cmd *Command) {

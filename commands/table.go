@@ -61,6 +61,11 @@ type Command struct {
 	// FirstKey, LastKey and KeyStep give the key positions as Redis does
 	// (LastKey -1: up to the last argument); all zero for no keys.
 	FirstKey, LastKey, KeyStep int
+	// Keys, when set, finds the key arguments of a command whose keys are not
+	// at fixed positions (THROTTLE.ALL); FirstKey, LastKey and KeyStep are
+	// then 0, and COMMAND INFO reports the command as movablekeys. It must
+	// return every key the handler will touch for args the handler accepts.
+	Keys func(args [][]byte) [][]byte
 	// KeySpecFlags are the key-spec flags COMMAND INFO reports ("RW", "access", ...).
 	KeySpecFlags []string
 	// Group and Summary are what COMMAND DOCS reports.
@@ -124,8 +129,12 @@ func arityOK(arity, n int) bool {
 	return n >= -arity
 }
 
-// keys returns the key arguments of args by the command's key positions.
+// keys returns the key arguments of args by the command's key positions,
+// or by its Keys function.
 func (c *Command) keys(args [][]byte) [][]byte {
+	if c.Keys != nil {
+		return c.Keys(args)
+	}
 	if c.FirstKey <= 0 || c.FirstKey >= len(args) {
 		return nil
 	}

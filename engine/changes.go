@@ -3,12 +3,26 @@ package engine
 import "context"
 
 // Record is one key's state as a backing store keeps it: a live key with its
-// expiry, or the news that the key is gone.
+// expiry, or the news that the key is gone. Which state fields are set
+// depends on the family; the others are zero.
 type Record struct {
 	Key    string
 	Family Family
 	// TAT is a CL key's theoretical arrival time, nanoseconds since the epoch.
 	TAT uint64
+	// Start is an SWC or FW key's current bucket's start, nanoseconds since
+	// the epoch (a multiple of the key's window); Cur is that bucket's count
+	// and Prev (SWC only) the count of the bucket before it.
+	Start     int64
+	Cur, Prev uint32
+	// Log and Quantities are an SW key's recorded requests in arrival
+	// order, oldest first: each one's time in nanoseconds since the epoch
+	// and its quantity (at least 1). They have the same length, at least 1,
+	// and belong to the record (Changes copies them out of the keyspace).
+	// The log may still hold requests that have left the window: the key's
+	// next decision drops them.
+	Log        []int64
+	Quantities []uint32
 	// ExpireAtMs is when the key is gone: once the clock in milliseconds is
 	// past it, as Redis's PXAT means it.
 	ExpireAtMs int64
@@ -78,7 +92,23 @@ func (s *shard) record(name string, nowMs int64) Record {
 		return Record{Key: name, Deleted: true}
 	}
 	ent := &s.entries[i]
-	return Record{Key: name, Family: ent.family, TAT: ent.tat, ExpireAtMs: ent.expireAt}
+	rec := Record{Key: name, Family: ent.family, ExpireAtMs: ent.expireAt}
+	switch ent.family {
+	case FamilyCL:
+		rec.TAT = ent.tat
+	case FamilySWC:
+		rec.Start, rec.Cur, rec.Prev = ent.start, ent.cur, ent.prev
+	case FamilyFW:
+		// A fixed window never looks at the bucket before.
+		rec.Start, rec.Cur = ent.start, ent.cur
+	case FamilySW:
+		l := ent.log
+		rec.Log, rec.Quantities = make([]int64, l.size), make([]uint32, l.size)
+		for j := range l.size {
+			rec.Log[j], rec.Quantities[j] = l.get0(j)
+		}
+	}
+	return rec
 }
 
 // MarkChanged notes again that keys changed, so that the next Changes
@@ -107,15 +137,31 @@ func (e *Engine) Pending() int {
 }
 
 // Restore merges a record read back from the backing store into the
-// keyspace and reports whether it was taken. An expired or deleted record is
-// skipped. A CL key present in memory keeps the later TAT, the conservative
-// one; when memory's wins, the key is noted as changed so the backing store
-// gets it. Under Options.MaxMemory, a new key evicts the keys that expire
+// keyspace and reports whether it was taken (in whole or in part). An
+// expired, deleted or malformed record (an SW record without requests, or
+// with Log and Quantities of different lengths) is skipped. A key present
+// in memory, of the same family, keeps the conservative state, the one
+// that limits more:
+//
+//   - CL: the later TAT;
+//   - SWC, FW: the later bucket; on the same bucket, each count is the
+//     larger of the two, and the key expires at the later of the two
+//     expiries;
+//   - SW: the log with more recorded requests (by quantity); on a tie, the
+//     one whose newest request is later; on a tie again, memory's.
+//
+// The merge is idempotent: restoring a record twice changes nothing more.
+// (It does not add two copies up: the requests a copy holds and the other
+// does not, such as those served from memory while the backing store was
+// unreachable at start, count only if their copy wins.) When memory's state
+// wins or changes, the key is noted as changed so that the backing store
+// gets it. A key of another family in memory is newer than the copy and
+// stays. Under Options.MaxMemory, a new key evicts the keys that expire
 // before it, and is itself evicted (not taken, and noted as changed so the
 // backing store deletes it) when it would expire first.
 func (e *Engine) Restore(rec Record) bool {
 	nowMs := e.nowMs()
-	if rec.Deleted || rec.Family == FamilyNone || nowMs > rec.ExpireAtMs {
+	if rec.Deleted || rec.Family == FamilyNone || nowMs > rec.ExpireAtMs || !rec.wellFormed() {
 		return false
 	}
 	key := []byte(rec.Key)
@@ -135,14 +181,93 @@ func (e *Engine) Restore(rec Record) bool {
 		ent = s.create(key, rec.Family, rec.ExpireAtMs, nowMs)
 	case ent.family != rec.Family:
 		return false // memory's key, of another family, is newer than the copy
-	case rec.Family == FamilyCL && ent.tat >= rec.TAT:
-		s.markChanged(ent.key)
-		return false
 	default:
-		s.setExpiry(ent, rec.ExpireAtMs)
+		return s.merge(ent, rec)
 	}
-	ent.tat = rec.TAT
+	s.take(ent, rec)
 	return true
+}
+
+// wellFormed reports whether the record's state can be taken as it is.
+func (rec *Record) wellFormed() bool {
+	switch rec.Family {
+	case FamilyCL, FamilySWC, FamilyFW:
+		return true
+	case FamilySW:
+		return len(rec.Log) > 0 && len(rec.Log) == len(rec.Quantities)
+	}
+	return false
+}
+
+// take gives ent the record's state, replacing its own.
+func (s *shard) take(ent *entry, rec Record) {
+	switch rec.Family {
+	case FamilyCL:
+		ent.tat = rec.TAT
+	case FamilySWC, FamilyFW:
+		ent.start, ent.cur, ent.prev = rec.Start, rec.Cur, rec.Prev
+	case FamilySW:
+		l := newSWLog(rec.Log, rec.Quantities)
+		s.used.Add(l.bytes() - ent.log.bytes())
+		ent.log = l
+	}
+}
+
+// merge merges rec into ent, a live key of the same family, as Restore
+// describes, and reports whether anything of rec was taken.
+func (s *shard) merge(ent *entry, rec Record) bool {
+	taken, kept := false, false // rec's state taken; memory's state kept
+	switch rec.Family {
+	case FamilyCL:
+		taken = rec.TAT > ent.tat
+		kept = !taken
+	case FamilySWC, FamilyFW:
+		switch {
+		case rec.Start > ent.start:
+			taken = true
+		case rec.Start < ent.start:
+			kept = true
+		default:
+			cur, prev := max(ent.cur, rec.Cur), max(ent.prev, rec.Prev)
+			taken = cur > ent.cur || prev > ent.prev || rec.ExpireAtMs > ent.expireAt
+			kept = cur > rec.Cur || prev > rec.Prev || ent.expireAt > rec.ExpireAtMs
+			rec.Cur, rec.Prev = cur, prev
+			rec.ExpireAtMs = max(rec.ExpireAtMs, ent.expireAt)
+		}
+	case FamilySW:
+		var total int64
+		for _, n := range rec.Quantities {
+			total += int64(n)
+		}
+		l := ent.log
+		taken = total > l.total || total == l.total && rec.Log[len(rec.Log)-1] > l.newest()
+		kept = !taken
+	}
+	if kept {
+		s.markChanged(ent.key)
+	}
+	if taken {
+		s.setExpiry(ent, rec.ExpireAtMs)
+		s.take(ent, rec)
+	}
+	return taken
+}
+
+// newSWLog returns a sliding log holding the requests at times with
+// quantities qs, oldest first, in a ring whose capacity is the smallest
+// power of two (at least 4) that holds them, as the log grows.
+func newSWLog(times []int64, qs []uint32) *swLog {
+	c := 4
+	for c < len(times) {
+		c *= 2
+	}
+	l := &swLog{at: make([]int64, c), n: make([]uint32, c), size: len(times)}
+	copy(l.at, times)
+	copy(l.n, qs)
+	for _, n := range qs {
+		l.total += int64(n)
+	}
+	return l
 }
 
 // Backing is a store that keeps a copy of the keyspace, written behind and

@@ -12,13 +12,15 @@ var ErrOutOfMemory = errors.New("key does not fit in maxmemory")
 // and expiry-index item, with the map, slab and index at their usual fill.
 // Measured as the growth of the Go heap (runtime.MemStats.HeapAlloc, after a
 // GC) over 100,000 new CL keys with 16-byte names in 128 shards, less the
-// names: 158 bytes a key on linux/amd64 with Go 1.26 (138 to 167 between
-// 50,000 and 1,000,000 keys and 4 to 1,024 shards, as the slabs and maps
-// sit between two doublings), rounded to 160. TestKeyOverheadMeasured
+// names: 189 bytes a key on linux/amd64 with Go 1.26 since the entry
+// holds the window families' fields (it varies by about a tenth either way
+// between 50,000 and 1,000,000 keys and 4 to 1,024 shards, as the slabs and
+// maps sit between two doublings), rounded to 190. An SW key's log adds 12
+// bytes per slot of its ring. TestKeyOverheadMeasured
 // measures it again. Not counted: the names of keys waiting for a backing
 // store's writer (Options.TrackChanges), and the slab and map space that
 // evicted and expired keys leave behind for new keys to reuse.
-const keyOverhead = 160
+const keyOverhead = 190
 
 // keyCost is the estimated bytes a key with a name of n bytes uses.
 func keyCost(n int) int64 { return int64(n) + keyOverhead }
@@ -78,16 +80,29 @@ func (s *shard) makeRoom(cost, nowMs int64) bool {
 // item is where its key really expires, so the answer is exact.
 func (s *shard) soonest() (uint32, bool) {
 	for {
-		it, ok := s.expiry.Min()
-		if !ok {
+		var early expiryItem
+		var slot uint32
+		haveFound, haveEarly := false, false
+		s.expiry.Scan(func(it expiryItem) bool {
+			i := s.slots[it.key]
+			e := &s.entries[i]
+			switch {
+			case it.at != e.expireAt:
+				early, haveEarly = it, true
+				return false
+			case e.pinned:
+				return true // a key a ThrottleAll is recording: not a candidate
+			}
+			slot, haveFound = i, true
+			return false
+		})
+		if haveFound {
+			return slot, true
+		}
+		if !haveEarly {
 			return 0, false
 		}
-		i := s.slots[it.key]
-		e := &s.entries[i]
-		if it.at == e.expireAt {
-			return i, true
-		}
-		s.refile(it, e)
+		s.refile(early, &s.entries[s.slots[early.key]])
 	}
 }
 

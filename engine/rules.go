@@ -2,9 +2,14 @@ package engine
 
 import "errors"
 
-// ErrDuplicateKey is returned when two rules of one ThrottleAll name the
-// same key.
-var ErrDuplicateKey = errors.New("rules name the same key twice")
+// ThrottleAll's errors.
+var (
+	// ErrDuplicateKey is returned when two rules of one ThrottleAll name the
+	// same key.
+	ErrDuplicateKey = errors.New("rules name the same key twice")
+	// ErrNoRules is returned by a ThrottleAll without rules.
+	ErrNoRules = errors.New("no rules")
+)
 
 // Rule is one limit on one key.
 type Rule struct {
@@ -25,7 +30,6 @@ type verdict struct {
 	step    gcraStep     // CL
 	counter counterState // SWC, FW
 	view    swView       // SW
-	cl      Result       // CL's reply, which d.cl points to
 }
 
 // ThrottleWindow runs one SW, SWC or FW rule: it decides and, when the
@@ -54,9 +58,15 @@ func (e *Engine) ThrottleWindow(tx *Txn, r Rule, quantity int64) (Decision, erro
 // so the check is atomic across shards. The decision is limited if any rule
 // is; its limit and remaining are those of the rule with the least
 // remaining after the call (the first on a tie); its retry_after is the
-// largest among the limiting rules, its reset_after the largest among all.
-// Rules must name distinct keys.
+// largest among the limiting rules (-1 if one of them can never admit the
+// quantity), its reset_after the largest among all. When the call is
+// limited, a rule that would have admitted the quantity reports its
+// remaining and reset_after without it, as nothing was recorded. Rules must
+// name distinct keys, and there must be at least one.
 func (e *Engine) ThrottleAll(tx *Txn, rules []Rule, quantity int64) (Decision, error) {
+	if len(rules) == 0 {
+		return Decision{}, ErrNoRules
+	}
 	for i := range rules {
 		for j := 0; j < i; j++ {
 			if string(rules[i].Key) == string(rules[j].Key) {
@@ -83,28 +93,53 @@ func (e *Engine) ThrottleAll(tx *Txn, rules []Rule, quantity int64) (Decision, e
 		limited = limited || vs[i].d.Limited
 	}
 	if !limited {
+		if err := e.reserve(vs, rules, now); err != nil {
+			return Decision{}, err
+		}
+		defer unpin(vs, rules)
 		for i, r := range rules {
 			if err := e.record(&vs[i], r, now, quantity); err != nil {
 				return Decision{}, err
+			}
+			pin(vs, rules, i, true) // a key this call created stays too
+		}
+		return combine(vs), nil
+	}
+	if quantity > 0 {
+		// Nothing is recorded: a rule that would have admitted the quantity
+		// stays as it is, which is what a peek at it reports.
+		for i, r := range rules {
+			if !vs[i].d.Limited {
+				s, _ := e.acquire(tx, r.Key)
+				if err := e.judge(s, r, now, 0, &vs[i]); err != nil {
+					return Decision{}, err
+				}
 			}
 		}
 	}
 	return combine(vs), nil
 }
 
-// combine folds the rules' decisions into ThrottleAll's.
+// combine folds the rules' decisions into ThrottleAll's: the least
+// remaining (the first on a tie), the largest retry_after among the limiting
+// rules, and the largest reset_after among all. A limiting rule that can
+// never admit the quantity (retry_after -1) makes the whole request one that
+// can never be admitted.
 func combine(vs []verdict) Decision {
-	out := vs[0].d
-	out.RetryAfter, out.ResetAfter = -1, 0
+	out := Decision{Limit: vs[0].d.Limit, Remaining: vs[0].d.Remaining, RetryAfter: -1}
 	var retry, reset *Decision
+	never := false
 	for i := range vs {
 		d := &vs[i].d
 		if d.Remaining < out.Remaining {
-			out.Limit, out.Remaining, out.cl = d.Limit, d.Remaining, nil
+			out.Limit, out.Remaining = d.Limit, d.Remaining
 		}
 		if d.Limited {
 			out.Limited = true
-			if d.RetryAfter >= 0 && (retry == nil || d.RetryAfter > retry.RetryAfter) {
+			switch {
+			case d.RetryAfter < 0:
+				never = true
+			case retry == nil || d.RetryAfter > retry.RetryAfter:
 				retry = d
 			}
 		}
@@ -112,22 +147,24 @@ func combine(vs []verdict) Decision {
 			reset = d
 		}
 	}
-	// Times keep their own rule's rounding: a CL rule's seconds are
-	// redis-cell's.
-	out.cl = nil
+	if never {
+		retry = nil
+	}
 	if retry != nil {
 		out.RetryAfter = retry.RetryAfter
 	}
 	out.ResetAfter = reset.ResetAfter
-	if retry != nil && retry.cl != nil || reset.cl != nil {
+	// Times keep their own rule's rounding: a CL rule's seconds are
+	// redis-cell's.
+	if retry != nil && retry.hasCL || reset.hasCL {
 		r := out.rounded(1_000_000_000)
-		if retry != nil && retry.cl != nil {
+		if retry != nil && retry.hasCL {
 			r.RetryAfter = retry.cl.RetryAfter
 		}
-		if reset.cl != nil {
+		if reset.hasCL {
 			r.ResetAfter = reset.cl.ResetAfter
 		}
-		out.cl = &r
+		out.cl, out.hasCL = r, true
 	}
 	return out
 }
@@ -140,6 +177,9 @@ func (e *Engine) judge(s *shard, r Rule, now, qty int64, v *verdict) error {
 	if v.ent != nil && v.ent.family != r.Family {
 		return ErrWrongType
 	}
+	if qty < 0 && r.Family != FamilyCL {
+		return ErrNegativeQuantity
+	}
 	switch r.Family {
 	case FamilyCL:
 		var st gcraState
@@ -150,9 +190,9 @@ func (e *Engine) judge(s *shard, r Rule, now, qty int64, v *verdict) error {
 		if err != nil {
 			return err
 		}
-		v.step, v.cl = step, step.result
+		v.step = step
 		v.d = Decision{Limited: step.result.Limited, Limit: step.result.Limit, Remaining: step.result.Remaining,
-			RetryAfter: step.retry, ResetAfter: step.reset, cl: &v.cl}
+			RetryAfter: step.retry, ResetAfter: step.reset, cl: step.result, hasCL: true}
 	case FamilyFW, FamilySWC:
 		var st counterState
 		if v.ent != nil {
@@ -178,7 +218,7 @@ func (e *Engine) judge(s *shard, r Rule, now, qty int64, v *verdict) error {
 // record writes an admitted verdict. A quantity of 0 never creates a key
 // and never extends one.
 func (e *Engine) record(v *verdict, r Rule, now, qty int64) error {
-	s, ent, nowMs := v.s, v.ent, now/1_000_000
+	s, ent, nowMs := v.s, v.current(r.Key), now/1_000_000
 	switch r.Family {
 	case FamilyCL:
 		return s.storeGCRA(r.Key, ent, v.step, nowMs)
@@ -197,16 +237,20 @@ func (e *Engine) record(v *verdict, r Rule, now, qty int64) error {
 		ent.start, ent.cur, ent.prev = c.start, uint32(c.cur), uint32(c.prev)
 		s.setExpiry(ent, expireMs(end))
 	case FamilySW:
-		if ent == nil && qty == 0 {
-			return nil
-		}
+		view := v.view
 		if ent == nil {
+			if qty == 0 {
+				return nil
+			}
 			if ent = s.create(r.Key, FamilySW, expireMs(now+r.Window.Window), nowMs); ent == nil {
 				return ErrOutOfMemory
 			}
 			ent.log = &swLog{}
+			view = swView{} // the key judged was evicted meanwhile: its log is gone
+		} else if qty == 0 && view.drop == 0 {
+			return nil // a peek that changes nothing
 		}
-		s.used.Add(ent.log.apply(v.view, now, qty, true))
+		s.used.Add(ent.log.apply(view, now, qty, true))
 		if ent.log.size == 0 {
 			s.removeKey(r.Key, nowMs)
 			return nil
@@ -219,10 +263,80 @@ func (e *Engine) record(v *verdict, r Rule, now, qty int64) error {
 	return nil
 }
 
+// current returns the verdict's entry as it is now. judge's pointer may be
+// stale by the time a ThrottleAll records: another rule's new key in the
+// same shard can grow the slab (moving every entry) or evict this key
+// (then current is nil, and the key is written afresh).
+func (v *verdict) current(key []byte) *entry {
+	if v.ent == nil {
+		return nil
+	}
+	i, ok := v.s.slots[string(key)]
+	if !ok {
+		return nil
+	}
+	return &v.s.entries[i]
+}
+
 // ensure returns ent, or a new entry for key when ent is nil.
 func (s *shard) ensure(key []byte, ent *entry, f Family, expireAt, nowMs int64) *entry {
 	if ent != nil {
 		return ent
 	}
 	return s.create(key, f, expireAt, nowMs)
+}
+
+// reserve makes sure that recording every rule fits the shards' memory
+// budgets before any rule is recorded, so that ThrottleAll stays all or
+// nothing: it pins the rules' existing keys, which eviction then passes
+// over, and checks that each shard can hold its new keys beside them. It
+// returns ErrOutOfMemory, having changed nothing, when one cannot.
+func (e *Engine) reserve(vs []verdict, rules []Rule, now int64) error {
+	budgeted := false
+	for i := range vs {
+		budgeted = budgeted || vs[i].s.budget > 0
+	}
+	if !budgeted {
+		return nil
+	}
+	for i := range vs {
+		s := vs[i].s
+		if s.budget == 0 {
+			continue
+		}
+		need := int64(0)
+		for j := range vs {
+			if vs[j].s != s {
+				continue
+			}
+			if ent := vs[j].current(rules[j].Key); ent != nil {
+				need += keyCost(len(ent.key)) + ent.log.bytes()
+			} else {
+				need += keyCost(len(rules[j].Key))
+			}
+		}
+		if need > s.budget {
+			return ErrOutOfMemory
+		}
+	}
+	for k := range vs {
+		pin(vs, rules, k, true)
+	}
+	return nil
+}
+
+// pin pins rule k's key if it exists, so that recording a later rule's new
+// key cannot evict it.
+func pin(vs []verdict, rules []Rule, k int, pinned bool) {
+	s := vs[k].s
+	if slot, ok := s.slots[string(rules[k].Key)]; ok {
+		s.entries[slot].pinned = pinned
+	}
+}
+
+// unpin releases the keys reserve and ThrottleAll pinned.
+func unpin(vs []verdict, rules []Rule) {
+	for k := range vs {
+		pin(vs, rules, k, false)
+	}
 }

@@ -20,6 +20,9 @@ type entry struct {
 	start     int64
 	cur, prev uint32
 	family    Family
+	// pinned keeps the key from eviction while a ThrottleAll records its
+	// rules, so that one rule's new key never evicts another's.
+	pinned bool
 	// log is a sliding-log key's recorded requests (SW only).
 	log *swLog
 }

@@ -1,6 +1,14 @@
 package engine
 
-import "math/bits"
+import (
+	"errors"
+	"math/bits"
+)
+
+// ErrNegativeQuantity is returned when an SW, SWC or FW rule is given a
+// negative quantity, which a window's counts cannot hold (CL rules take one,
+// as redis-cell does).
+var ErrNegativeQuantity = errors.New("negative quantity")
 
 // WindowQuota is a sliding-log (SW), sliding-counter (SWC) or fixed-window
 // (FW) limit: at most Limit requests per Window nanoseconds.
@@ -31,15 +39,17 @@ type Decision struct {
 	ResetAfter int64
 
 	// cl holds CL.THROTTLE's own reply for a CL rule, whose seconds are
-	// rounded as redis-cell rounds them.
-	cl *Result
+	// rounded as redis-cell rounds them, when hasCL is set. A value, not a
+	// pointer, so that a decision never makes its verdict escape to the heap.
+	cl    Result
+	hasCL bool
 }
 
 // Seconds returns the decision with times in seconds, rounded up (a CL
 // rule's as redis-cell rounds them).
 func (d Decision) Seconds() Result {
-	if d.cl != nil {
-		return *d.cl
+	if d.hasCL {
+		return d.cl
 	}
 	return d.rounded(1_000_000_000)
 }

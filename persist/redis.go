@@ -48,8 +48,9 @@ func Dial(rawURL, prefix string) (*Redis, error) {
 func (r *Redis) Close() error { return r.client.Close() }
 
 // Save writes recs in one pipeline (in a cluster, one per node): SET with
-// PXAT for a live CL key, DEL for a deleted key. Records of a family that has
-// no format yet are left out.
+// PXAT for a live key, in redis-cell's format for a CL key and in
+// cellserver's own for the others; DEL for a deleted key. Records of a
+// family that has no format are left out.
 func (r *Redis) Save(ctx context.Context, recs []engine.Record) error {
 	if len(recs) == 0 {
 		return nil
@@ -64,6 +65,10 @@ func (r *Redis) Save(ctx context.Context, recs []engine.Record) error {
 		case rec.Family == engine.FamilyCL:
 			// Not go-redis's SetArgs: its ExpireAt is whole seconds (EXAT).
 			pipe.Do(ctx, "SET", key, rec.TAT, "PXAT", rec.ExpireAtMs)
+		default:
+			if val, ok := encodeState(nil, rec); ok {
+				pipe.Do(ctx, "SET", key, val, "PXAT", rec.ExpireAtMs)
+			}
 		}
 	}
 	_, err := pipe.Exec(ctx)
@@ -96,7 +101,8 @@ func (r *Redis) Load(ctx context.Context, fn func(engine.Record)) error {
 }
 
 // Skipped is the number of keys the last Load skipped because they hold
-// another Redis type or a value that is not a decimal TAT.
+// another Redis type, or a value that is neither a decimal TAT nor a state
+// in cellserver's format.
 func (r *Redis) Skipped() int64 { return r.skipped.Load() }
 
 // loadNode walks one node's keys with SCAN and reads each batch with one
@@ -143,12 +149,13 @@ func (r *Redis) loadNode(ctx context.Context, node redis.Cmdable, match string, 
 	}
 }
 
-// errSkip marks a key that holds something other than a TAT.
-var errSkip = errors.New("not a TAT")
+// errSkip marks a key that holds something other than a limit's state.
+var errSkip = errors.New("not a limit's state")
 
 // record reads one key's GET and PTTL replies into a record, live false for
-// a key that is gone or has expired. It returns errSkip for a key that is
-// not a TAT, and another error when the replies did not arrive.
+// a key that is gone or has expired. It returns errSkip for a key that holds
+// neither a TAT nor a state in cellserver's format (or holds such a state
+// without an expiry), and another error when the replies did not arrive.
 func (r *Redis) record(key string, get *redis.StringCmd, pttl *redis.DurationCmd, nowMs int64) (rec engine.Record, live bool, err error) {
 	val, err := get.Result()
 	if err != nil {
@@ -158,26 +165,36 @@ func (r *Redis) record(key string, get *redis.StringCmd, pttl *redis.DurationCmd
 	if err != nil {
 		return rec, false, readError(err)
 	}
-	tat, err := strconv.ParseUint(val, 10, 64)
-	if err != nil {
-		return rec, false, errSkip
+	if len(val) > 0 && val[0] == formatVersion {
+		if decodeState(val, &rec) != nil {
+			return engine.Record{}, false, errSkip
+		}
+	} else {
+		tat, err := strconv.ParseUint(val, 10, 64)
+		if err != nil {
+			return rec, false, errSkip
+		}
+		rec.Family, rec.TAT = engine.FamilyCL, tat
 	}
-	var expireAt int64
 	// go-redis gives PTTL's -2 and -1 as those many nanoseconds.
-	switch ttl {
-	case -2: // gone between GET and PTTL
-		return rec, false, nil
-	case -1:
+	switch {
+	case ttl == -2: // gone between GET and PTTL
+		return engine.Record{}, false, nil
+	case ttl == -1 && rec.Family == engine.FamilyCL:
 		// No expiry: redis-cell leaves such a key on some errors. A TAT in
 		// the past limits nothing, so the key can go at its TAT.
-		expireAt = int64(tat / 1e6)
+		rec.ExpireAtMs = int64(rec.TAT / 1e6)
+	case ttl == -1:
+		// cellserver always writes its own states with an expiry, and
+		// without the key's window there is none to give it.
+		return engine.Record{}, false, errSkip
 	default:
-		expireAt = nowMs + ttl.Milliseconds()
+		rec.ExpireAtMs = nowMs + ttl.Milliseconds()
 	}
-	if nowMs > expireAt {
-		return rec, false, nil
+	if nowMs > rec.ExpireAtMs {
+		return engine.Record{}, false, nil
 	}
-	rec = engine.Record{Key: key[len(r.prefix):], Family: engine.FamilyCL, TAT: tat, ExpireAtMs: expireAt}
+	rec.Key = key[len(r.prefix):]
 	return rec, true, nil
 }
 

@@ -3,6 +3,7 @@ package persist
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"testing"
@@ -110,7 +111,7 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 	}
 	for k, w := range want {
 		g := got[k]
-		if g != w {
+		if !reflect.DeepEqual(g, w) {
 			t.Fatalf("record %q = %+v, want %+v", k, g, w)
 		}
 	}

@@ -151,7 +151,8 @@ func New(eng *engine.Engine, b engine.Backing, opts Options) *Writer {
 }
 
 // Load reads the backing store into the keyspace; a key also in memory
-// keeps the later TAT. It logs how many keys it took and how long it took.
+// keeps the conservative state (the later TAT for a CL key; see
+// engine.Engine.Restore). It logs how many keys it took and how long it took.
 // If it fails, and Options.Required is not set, the writer retries it once
 // started (and flushes nothing before it succeeds); the caller may serve from
 // memory meanwhile. A load cancelled through ctx is not logged.
@@ -202,7 +203,7 @@ func (w *Writer) load(ctx context.Context) error {
 	w.status.Store(int32(StatusOK))
 	w.log.Info("loaded the backing store", "keys", n, "took", took.Round(time.Millisecond))
 	if skipped > 0 {
-		w.log.Warn("skipped keys in the backing store that do not hold a TAT (another type, or not a decimal number)",
+		w.log.Warn("skipped keys in the backing store that hold no limit's state (another type, or neither a decimal TAT nor cellserver's format)",
 			"keys", skipped)
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -236,7 +237,7 @@ func TestWriterDeletes(t *testing.T) {
 	e.Flush(nil)
 	w.round(context.Background())
 	recs := f.written()
-	if len(recs) != 4 || recs[2] != (engine.Record{Key: "a", Deleted: true}) || recs[3] != (engine.Record{Key: "b", Deleted: true}) {
+	if len(recs) != 4 || !reflect.DeepEqual(recs[2], engine.Record{Key: "a", Deleted: true}) || !reflect.DeepEqual(recs[3], engine.Record{Key: "b", Deleted: true}) {
 		t.Errorf("records = %+v, want a, b, then a deleted, then b deleted", recs)
 	}
 }
