@@ -3,12 +3,11 @@
 // Middleware does it for every HTTP request, answering 429 with the
 // X-RateLimit-* and Retry-After headers.
 //
-// Today a Quota is redis-cell's GCRA, the CL.THROTTLE command, which also
-// makes this package a client of Redis with the redis-cell module loaded.
-// The sliding-window, sliding-counter and fixed-window families (SW, SWC,
-// FW) arrive with the server's window commands, as new Quota constructors,
-// and a check of several quotas at once (THROTTLE.ALL) as a new Limiter
-// method; the API here stays as it is.
+// A Quota is redis-cell's GCRA (CL.THROTTLE, which also makes this package a
+// client of Redis with the redis-cell module loaded), the exact sliding log
+// (SW.THROTTLE), the sliding-window counter (SWC.THROTTLE) or the fixed
+// window (FW.THROTTLE). ThrottleAll checks several quotas on several keys at
+// once, all or nothing (THROTTLE.ALL).
 package client
 
 import (
@@ -27,9 +26,10 @@ import (
 // in seconds as every other time; read any negative RetryAfter as NoRetry.
 const NoRetry = -1 * time.Second
 
-// Result is the server's decision on one request: CL.THROTTLE's reply
-// [limited, limit, remaining, retry_after, reset_after]. Times are whole
-// seconds, as the server rounds them (up).
+// Result is the server's decision on one request: the reply
+// [limited, limit, remaining, retry_after, reset_after]. A GCRA quota's
+// times are whole seconds, as the server rounds them (up); the window
+// families' are milliseconds (asked with MS), and so are ThrottleAll's.
 type Result struct {
 	// Limited is true when the request was refused and nothing was spent.
 	Limited bool
@@ -78,40 +78,86 @@ func (l *Limiter) ThrottleN(ctx context.Context, key string, q Quota, quantity i
 	if quantity < 0 {
 		return Result{}, fmt.Errorf("client: negative quantity %d", quantity)
 	}
-	// IntSliceCmd reads the five integers without boxing them.
-	cmd := redis.NewIntSliceCmd(ctx, "CL.THROTTLE", key, q.burst, q.count, q.period, quantity)
-	if err := l.rdb.Process(ctx, cmd); err != nil {
-		return Result{}, fmt.Errorf("client: CL.THROTTLE: %w", err)
+	name, _ := q.family.command()
+	args := append(append([]any{name, key}, q.args()...), quantity)
+	unit := time.Second
+	if q.family != familyGCRA {
+		args, unit = append(args, "MS"), time.Millisecond
 	}
-	return resultOf(cmd.Val())
+	// IntSliceCmd reads the five integers without boxing them.
+	cmd := redis.NewIntSliceCmd(ctx, args...)
+	if err := l.rdb.Process(ctx, cmd); err != nil {
+		return Result{}, fmt.Errorf("client: %s: %w", name, err)
+	}
+	return resultOf(cmd.Val(), unit)
+}
+
+// Rule is one quota on one key, for ThrottleAll.
+type Rule struct {
+	Key   string
+	Quota Quota
+}
+
+// ThrottleAll counts one request of quantity against every rule, all or
+// nothing: it is spent under every rule only if every rule admits it
+// (THROTTLE.ALL). The Result is limited if any rule is; its Limit and
+// Remaining are the rule's with the least remaining, its RetryAfter the
+// longest wait among the limiting rules (NoRetry if one can never admit),
+// its ResetAfter the longest of all, in milliseconds. Rules must name
+// distinct keys.
+func (l *Limiter) ThrottleAll(ctx context.Context, rules []Rule, quantity int64) (Result, error) {
+	if len(rules) == 0 {
+		return Result{}, fmt.Errorf("%w: ThrottleAll needs at least one rule", ErrInvalidQuota)
+	}
+	if quantity < 0 {
+		return Result{}, fmt.Errorf("client: negative quantity %d", quantity)
+	}
+	args := []any{"THROTTLE.ALL"}
+	for _, r := range rules {
+		if err := r.Quota.Err(); err != nil {
+			return Result{}, fmt.Errorf("rule on %q: %w", r.Key, err)
+		}
+		_, rule := r.Quota.family.command()
+		args = append(append(args, rule, r.Key), r.Quota.args()...)
+	}
+	args = append(args, "QUANTITY", quantity, "MS")
+	cmd := redis.NewIntSliceCmd(ctx, args...)
+	if err := l.rdb.Process(ctx, cmd); err != nil {
+		return Result{}, fmt.Errorf("client: THROTTLE.ALL: %w", err)
+	}
+	return resultOf(cmd.Val(), time.Millisecond)
 }
 
 // errReply is returned for a reply that is not five integers.
-var errReply = errors.New("client: CL.THROTTLE: the reply is not 5 integers")
+var errReply = errors.New("client: the reply is not 5 integers")
 
-// resultOf reads CL.THROTTLE's reply.
-func resultOf(v []int64) (Result, error) {
+// resultOf reads a throttle reply whose times are in unit.
+func resultOf(v []int64, unit time.Duration) (Result, error) {
 	if len(v) != 5 {
 		return Result{}, errReply
+	}
+	retry := NoRetry
+	if v[3] >= 0 {
+		retry = duration(v[3], unit)
 	}
 	return Result{
 		Limited:    v[0] != 0,
 		Limit:      v[1],
 		Remaining:  v[2],
-		RetryAfter: seconds(v[3]),
-		ResetAfter: seconds(v[4]),
+		RetryAfter: retry,
+		ResetAfter: duration(v[4], unit),
 	}, nil
 }
 
-// seconds converts a reply's seconds to a Duration, saturating where the
-// Duration cannot hold them (about 292 years).
-func seconds(s int64) time.Duration {
-	const most = math.MaxInt64 / int64(time.Second)
+// duration converts a reply's time in unit to a Duration, saturating where
+// the Duration cannot hold it (about 292 years).
+func duration(n int64, unit time.Duration) time.Duration {
+	most := math.MaxInt64 / int64(unit)
 	switch {
-	case s > most:
+	case n > most:
 		return math.MaxInt64
-	case s < -most:
+	case n < -most:
 		return math.MinInt64
 	}
-	return time.Duration(s) * time.Second
+	return time.Duration(n) * unit
 }

@@ -20,7 +20,7 @@ func TestGCRAQuota(t *testing.T) {
 		{name: "redis-cell README", q: GCRA(15, 30, time.Minute), want: "CL 15 30 60"},
 		{name: "no burst", q: GCRA(0, 1, time.Second), want: "CL 0 1 1"},
 		{name: "a day", q: GCRA(99, 1000, 24*time.Hour), want: "CL 99 1000 86400"},
-		{name: "zero", q: Quota{}, wantErr: "client: invalid quota: the zero Quota; make one with GCRA"},
+		{name: "zero", q: Quota{}, wantErr: "client: invalid quota: the zero Quota; make one with GCRA, SlidingLog, SlidingCounter or FixedWindow"},
 		{name: "negative burst", q: GCRA(-1, 30, time.Minute), wantErr: "client: invalid quota: GCRA max burst -1: want 0 to 9223372036854775806"},
 		{name: "burst overflows limit", q: GCRA(math.MaxInt64, 30, time.Minute), wantErr: "client: invalid quota: GCRA max burst 9223372036854775807: want 0 to 9223372036854775806"},
 		{name: "zero count", q: GCRA(15, 0, time.Minute), wantErr: "client: invalid quota: GCRA count 0: want 1 or more"},
@@ -144,7 +144,7 @@ func TestThrottleErrors(t *testing.T) {
 	}
 
 	// A reply that is not five integers.
-	if _, err := resultOf([]int64{0, 16, 15, -1}); !errors.Is(err, errReply) {
+	if _, err := resultOf([]int64{0, 16, 15, -1}, time.Second); !errors.Is(err, errReply) {
 		t.Errorf("4 integers: %v, want errReply", err)
 	}
 
@@ -159,12 +159,12 @@ func TestThrottleErrors(t *testing.T) {
 	}
 }
 
-func TestSeconds(t *testing.T) {
+func TestDuration(t *testing.T) {
 	tests := []struct {
 		in   int64
 		want time.Duration
 	}{
-		{-1, NoRetry},
+		{-1, -time.Second},
 		{0, 0},
 		{32, 32 * time.Second},
 		{math.MaxInt64, math.MaxInt64},
@@ -173,8 +173,8 @@ func TestSeconds(t *testing.T) {
 		{9223372037, math.MaxInt64},
 	}
 	for _, tt := range tests {
-		if got := seconds(tt.in); got != tt.want {
-			t.Errorf("seconds(%d) = %v, want %v", tt.in, got, tt.want)
+		if got := duration(tt.in, time.Second); got != tt.want {
+			t.Errorf("duration(%d, s) = %v, want %v", tt.in, got, tt.want)
 		}
 	}
 }

@@ -23,10 +23,20 @@ const (
 func (r Result) SetHeaders(h http.Header) {
 	h[HeaderLimit] = []string{strconv.FormatInt(r.Limit, 10)}
 	h[HeaderRemaining] = []string{strconv.FormatInt(r.Remaining, 10)}
-	h[HeaderReset] = []string{strconv.FormatInt(int64(r.ResetAfter/time.Second), 10)}
+	h[HeaderReset] = []string{strconv.FormatInt(ceilSeconds(r.ResetAfter), 10)}
 	if r.Limited && r.RetryAfter >= 0 {
-		h[HeaderRetryAfter] = []string{strconv.FormatInt(int64(r.RetryAfter/time.Second), 10)}
+		h[HeaderRetryAfter] = []string{strconv.FormatInt(ceilSeconds(r.RetryAfter), 10)}
 	}
+}
+
+// ceilSeconds is d in whole seconds, rounded up, so that a client waiting
+// that long is never early (the window families' times are milliseconds).
+func ceilSeconds(d time.Duration) int64 {
+	s := int64(d / time.Second)
+	if d%time.Second > 0 {
+		s++
+	}
+	return s
 }
 
 // MiddlewareOptions configures Middleware. The zero value limits by client

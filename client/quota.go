@@ -15,7 +15,30 @@ type family uint8
 const (
 	familyNone family = iota
 	familyGCRA        // CL.THROTTLE
-	// SW, SWC and FW come here with the window commands.
+	familySW          // SW.THROTTLE
+	familySWC         // SWC.THROTTLE
+	familyFW          // FW.THROTTLE
+)
+
+// command is the family's command, and its rule name in THROTTLE.ALL.
+func (f family) command() (cmd, rule string) {
+	switch f {
+	case familyGCRA:
+		return "CL.THROTTLE", "CL"
+	case familySW:
+		return "SW.THROTTLE", "SW"
+	case familySWC:
+		return "SWC.THROTTLE", "SWC"
+	case familyFW:
+		return "FW.THROTTLE", "FW"
+	}
+	return "", ""
+}
+
+// Bounds of the window families' parameters, as the server takes them.
+const (
+	maxWindowLimit = 1<<32 - 1
+	maxWindow      = 100 * 365 * 24 * time.Hour
 )
 
 // ErrInvalidQuota is wrapped by the error of every Quota that cannot be sent
@@ -23,7 +46,8 @@ const (
 var ErrInvalidQuota = errors.New("client: invalid quota")
 
 // Quota is one rate limit: an algorithm and its parameters. Make one with a
-// constructor (GCRA); the zero Quota is invalid. A Quota is a small value,
+// constructor (GCRA, SlidingLog, SlidingCounter, FixedWindow); the zero
+// Quota is invalid. A Quota is a small value,
 // safe to copy and to share between goroutines.
 //
 // A key must always be throttled with the same Quota: the server keeps one
@@ -33,6 +57,8 @@ type Quota struct {
 	burst  int64 // GCRA: max_burst
 	count  int64 // GCRA: count per period
 	period int64 // GCRA: whole seconds
+	limit  int64 // windows: requests per window
+	window int64 // windows: whole milliseconds
 	err    error // why the constructor refused its arguments
 }
 
@@ -61,12 +87,54 @@ func GCRA(maxBurst, count int64, period time.Duration) Quota {
 	return q
 }
 
+// SlidingLog is the exact sliding window, answered by SW.THROTTLE: at most
+// limit requests in any window. The server keeps every admitted request's
+// time (12 bytes each), so memory per key grows with the limit. window is a
+// whole number of milliseconds, 1 ms to 100 years; limit 1 to 4294967295.
+func SlidingLog(limit int64, window time.Duration) Quota { return windowQuota(familySW, limit, window) }
+
+// SlidingCounter is the sliding-window counter, answered by SWC.THROTTLE:
+// this bucket's count plus the previous bucket's, weighted by how much of it
+// the window still covers. Constant memory per key; close to SlidingLog
+// below the limit, and up to twice the limit in one window in the worst
+// case (see the README). Parameters as SlidingLog's.
+func SlidingCounter(limit int64, window time.Duration) Quota {
+	return windowQuota(familySWC, limit, window)
+}
+
+// FixedWindow is the fixed window, answered by FW.THROTTLE: at most limit
+// requests per window, windows aligned to multiples of window since the Unix
+// epoch. Parameters as SlidingLog's.
+func FixedWindow(limit int64, window time.Duration) Quota {
+	return windowQuota(familyFW, limit, window)
+}
+
+func windowQuota(f family, limit int64, window time.Duration) Quota {
+	q := Quota{family: f, limit: limit, window: int64(window / time.Millisecond)}
+	cmd, _ := f.command()
+	switch {
+	case limit < 1 || limit > maxWindowLimit:
+		q.err = fmt.Errorf("%w: %s limit %d: want 1 to %d", ErrInvalidQuota, cmd, limit, maxWindowLimit)
+	case window < time.Millisecond || window%time.Millisecond != 0 || window > maxWindow:
+		q.err = fmt.Errorf("%w: %s window %v: want whole milliseconds, 1ms to 100 years", ErrInvalidQuota, cmd, window)
+	}
+	return q
+}
+
+// args are the quota's arguments after the key.
+func (q Quota) args() []any {
+	if q.family == familyGCRA {
+		return []any{q.burst, q.count, q.period}
+	}
+	return []any{q.limit, strconv.FormatInt(q.window, 10) + "ms"}
+}
+
 // Err returns nil for a quota the server can run, and otherwise why not (an
 // error wrapping ErrInvalidQuota). Check it where quotas come from
 // configuration, to refuse a bad one at start-up.
 func (q Quota) Err() error {
 	if q.family == familyNone {
-		return fmt.Errorf("%w: the zero Quota; make one with GCRA", ErrInvalidQuota)
+		return fmt.Errorf("%w: the zero Quota; make one with GCRA, SlidingLog, SlidingCounter or FixedWindow", ErrInvalidQuota)
 	}
 	return q.err
 }
@@ -79,6 +147,9 @@ func (q Quota) String() string {
 	case q.err != nil:
 	case q.family == familyGCRA:
 		return "CL " + strconv.FormatInt(q.burst, 10) + " " + strconv.FormatInt(q.count, 10) + " " + strconv.FormatInt(q.period, 10)
+	case q.family != familyNone:
+		_, rule := q.family.command()
+		return rule + " " + strconv.FormatInt(q.limit, 10) + " " + strconv.FormatInt(q.window, 10) + "ms"
 	}
 	return "invalid quota"
 }
