@@ -15,7 +15,7 @@ func TestCommandInfoRoutingMatchesRedis(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	cell := startServer(t).goRedis(t)
-	real := redis.NewClient(&redis.Options{Addr: startRedis(t).addr, Protocol: 2})
+	real := redis.NewClient(&redis.Options{Addr: startRedis(t).Addr, Protocol: 2})
 	t.Cleanup(func() { real.Close() })
 
 	names, err := cell.Do(ctx, "COMMAND", "LIST").StringSlice()

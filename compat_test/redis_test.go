@@ -1,101 +1,19 @@
 package compat_test
 
 import (
-	"bufio"
-	"errors"
-	"net"
-	"os/exec"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
-)
 
-// realRedis is a redis-server started for one test.
-type realRedis struct {
-	addr string
-}
+	"github.com/cellserver/cellserver/persist/redistest"
+)
 
 // startRedis starts redis-server on a free loopback port, without
 // persistence and with one database (as cellserver has), and waits until it
-// says it accepts connections. The test's cleanup stops it.
-func startRedis(t *testing.T) *realRedis {
+// accepts connections. The test's cleanup stops it.
+func startRedis(t *testing.T) *redistest.Server {
 	t.Helper()
-	path := needTool(t, "redis-server")
-	// The free port is found by listening and closing; another process may
-	// take it in between, so try a few.
-	var lastErr error
-	for range 3 {
-		addr, err := tryStartRedis(t, path)
-		if err == nil {
-			return &realRedis{addr: addr}
-		}
-		lastErr = err
-	}
-	t.Fatalf("redis-server did not start: %v", lastErr)
-	return nil
-}
-
-func tryStartRedis(t *testing.T, path string) (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	ln.Close()
-
-	cmd := exec.Command(path,
-		"--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--databases", "1", "--dir", t.TempDir(), "--daemonize", "no", "--logfile", "",
-	)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return "", err
-	}
-	cmd.Stderr = cmd.Stdout
-	if err := cmd.Start(); err != nil {
-		return "", err
-	}
-	// Read the log until Redis is ready, then drain it until Redis exits.
-	ready := make(chan bool, 1)
-	drained := make(chan struct{})
-	var log strings.Builder
-	go func() {
-		defer close(drained)
-		sc := bufio.NewScanner(out)
-		announced := false
-		for sc.Scan() {
-			if !announced {
-				log.WriteString(sc.Text() + "\n")
-				if strings.Contains(sc.Text(), "Ready to accept connections") {
-					announced = true
-					ready <- true
-				}
-			}
-		}
-		if !announced {
-			ready <- false
-		}
-	}()
-	stop := func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		<-drained
-		cmd.Wait()
-	}
-	select {
-	case ok := <-ready:
-		if !ok {
-			stop()
-			return "", errors.New("redis-server exited before it was ready:\n" + log.String())
-		}
-	case <-time.After(ioTimeout):
-		cmd.Process.Kill()
-		stop()
-		return "", errors.New("redis-server not ready within " + ioTimeout.String())
-	}
-	t.Cleanup(stop)
-	return net.JoinHostPort("127.0.0.1", port), nil
+	return redistest.StartWith(t, "--databases", "1")
 }
 
 // sideCase is a conversation sent to cellserver and to Redis on a fresh
@@ -189,7 +107,7 @@ var sideCases = []sideCase{
 // real Redis and compares the replies byte for byte.
 func TestSideBySideWithRedis(t *testing.T) {
 	t.Parallel()
-	redisAddr := startRedis(t).addr
+	redisAddr := startRedis(t).Addr
 	cellAddr := startServer(t).addr
 	for _, tc := range sideCases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -67,6 +67,13 @@ func Start(t testing.TB) *Server {
 	return start(t, nil)
 }
 
+// StartWith is Start with more redis-server arguments (such as
+// "--databases", "1").
+func StartWith(t testing.TB, args ...string) *Server {
+	t.Helper()
+	return start(t, func() []string { return args })
+}
+
 // start starts redis-server with more arguments; args may add ports, which
 // it calls for each attempt.
 func start(t testing.TB, args func() []string) *Server {
