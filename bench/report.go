@@ -1,0 +1,199 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// report is everything bench prints at the end.
+type report struct {
+	opts       options
+	tests      []benchTest // the tests that ran, in the table's order
+	rows       []resultRow
+	skipped    []string // tests that could not run, and why
+	memory     []memoryResult
+	machine    machine
+	took       time.Duration
+	redisCell  bool
+	memSkipped bool
+	command    string // the command line that reproduces the run
+}
+
+// measure builds cellserver, runs the throughput tests and the memory
+// measurements, and returns the report. Every server it starts is stopped
+// before it returns.
+func measure(ctx context.Context, o options, t tools, sup *supervisor, progress io.Writer) (*report, error) {
+	dir, err := os.MkdirTemp("", "cellserver-bench-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	defer sup.stopAll() // before the directory goes: Redis runs in it
+
+	fmt.Fprintln(progress, "building cellserver")
+	bin, err := buildCellserver(ctx, t.goCmd, dir)
+	if err != nil {
+		return nil, err
+	}
+	rep := &report{opts: o, machine: describeMachine(t, bin), redisCell: t.cellModule != "", memSkipped: o.skipMemory}
+
+	if err := rep.throughputPhase(ctx, t, sup, bin, dir, progress); err != nil {
+		return nil, err
+	}
+	if !o.skipMemory {
+		if rep.memory, err = memoryPhase(ctx, o, t, sup, bin, dir, progress); err != nil {
+			return nil, err
+		}
+	}
+	rep.machine.loadEnd = loadAverage()
+	return rep, nil
+}
+
+// throughputPhase starts one cellserver and one Redis, checks that every
+// selected test's command is answered, and runs the tests.
+func (rep *report) throughputPhase(ctx context.Context, t tools, sup *supervisor, bin, dir string, progress io.Writer) error {
+	var selected []benchTest
+	for _, tc := range benchTests(scripts{}, t.cellModule != "") {
+		if rep.opts.selected(tc.name) {
+			selected = append(selected, tc)
+		}
+	}
+	if len(selected) == 0 {
+		return nil
+	}
+	cell, err := sup.startCellserver(ctx, bin)
+	if err != nil {
+		return err
+	}
+	defer sup.stopOne(cell)
+	rds, err := sup.startRedis(ctx, t.redisServer, t.cellModule, dir)
+	if err != nil {
+		return err
+	}
+	defer sup.stopOne(rds)
+	addrs := map[string]string{onCellserver: cell.addr, onRedis: rds.addr, onRedisCell: rds.addr}
+	fmt.Fprintf(progress, "cellserver at %s, redis-server at %s\n", cell.addr, rds.addr)
+
+	sc, err := loadScripts(ctx, rds.addr)
+	if err != nil {
+		return err
+	}
+	for _, tc := range benchTests(sc, t.cellModule != "") {
+		if !rep.opts.selected(tc.name) {
+			continue
+		}
+		if err := tryOnce(ctx, addrs[tc.server], tc); err != nil {
+			if tc.server != onCellserver {
+				return fmt.Errorf("%s on %s: %w", tc.name, tc.server, err)
+			}
+			// A command this cellserver does not have yet: the others
+			// still run.
+			rep.skipped = append(rep.skipped, fmt.Sprintf("%s: %v", tc.name, err))
+			continue
+		}
+		rep.tests = append(rep.tests, tc)
+	}
+	runs, err := throughput(ctx, rep.opts, t, addrs, rep.tests, progress)
+	if err != nil {
+		return err
+	}
+	rep.rows = throughputRows(rep.opts, rep.tests, runs)
+	return nil
+}
+
+// tryOnce sends tc's command once, with a fixed key, and returns the error
+// it gets, if any.
+func tryOnce(ctx context.Context, addr string, tc benchTest) error {
+	rdb := newClient(addr, 1)
+	defer rdb.Close()
+	args := make([]any, len(tc.command))
+	for i, a := range tc.command {
+		args[i] = strings.ReplaceAll(a, "__rand_int__", "000000000000")
+	}
+	return rdb.Do(ctx, args...).Err()
+}
+
+func (rep *report) String() string {
+	o := rep.opts
+	var b strings.Builder
+	pipelines := make([]string, len(o.pipelines))
+	for i, p := range o.pipelines {
+		pipelines[i] = strconv.Itoa(p)
+	}
+	if len(rep.rows) > 0 {
+		fmt.Fprintf(&b, "cellserver against Redis, side by side: medians of %d round(s) of redis-benchmark -c %d -n %s -r %s --csv at -P %s\n\n",
+			o.rounds, o.clients, formatCount(float64(o.requests)), formatCount(float64(o.keyspace)), strings.Join(pipelines, ", "))
+		b.WriteString(formatThroughput(rep.rows))
+		fmt.Fprintf(&b, "\ncommands (__rand_int__ is a random key among %s):\n", formatCount(float64(o.keyspace)))
+		var cmdRows [][]string
+		for _, tc := range rep.tests {
+			cmdRows = append(cmdRows, []string{"  " + tc.name, tc.displayCommand()})
+		}
+		b.WriteString(formatTable([]column{{title: "", left: true}, {title: "", left: true}}, cmdRows))
+		b.WriteString("GCRA.lua is redis-cell's GCRA as a script (GET + SET PX); ZSET.lua the hand-written sliding window\n" +
+			"(ZREMRANGEBYSCORE + ZCARD + ZADD + PEXPIRE); both in bench/scripts.go, loaded with SCRIPT LOAD.\n")
+		if !rep.redisCell {
+			b.WriteString("redis-cell: not measured (set REDIS_CELL_MODULE to its .so to add it).\n")
+		}
+	}
+	for _, s := range rep.skipped {
+		fmt.Fprintf(&b, "not run: %s\n", s)
+	}
+	if len(rep.memory) > 0 {
+		fmt.Fprintf(&b, "\nmemory: growth of INFO's used_memory per key on a fresh server, key names of %d bytes, expiry 1 h\n\n", memoryKeyLen)
+		b.WriteString(formatMemory(rep.memory))
+		b.WriteString("\ncellserver's used_memory is the Go heap's HeapAlloc (live objects and garbage not yet collected;\n" +
+			"INFO runs no GC), so its processes here run with " + memoryGOGC + ": the figure is the live heap to within ~1%.\n" +
+			"estimate/key is the growth of used_memory_dataset, the keyspace estimate that --maxmemory bounds.\n" +
+			"per request is (bytes/key with " + strconv.Itoa(swRequests) + " requests − with 1) / " + strconv.Itoa(swRequests-1) + ".\n" +
+			"Redis's used_memory is what its allocator (jemalloc) has handed out. ZSET keys are filled with one\n" +
+			"ZADD + PEXPIRE each, members as ZSET.lua writes them.\n")
+	} else if rep.memSkipped {
+		b.WriteString("\nmemory: skipped (-skip-memory)\n")
+	}
+	fmt.Fprintf(&b, "\n%s\n", rep.machine)
+	if rep.command != "" {
+		fmt.Fprintf(&b, "command: %s", rep.command)
+		if rep.took > 0 {
+			fmt.Fprintf(&b, " (took %v)", rep.took.Round(time.Second))
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// formatMemory is the memory table.
+func formatMemory(results []memoryResult) string {
+	cols := []column{
+		{title: "test", left: true}, {title: "server", left: true}, {title: "keys"}, {title: "requests/key"},
+		{title: "bytes/key"}, {title: "beyond the name"}, {title: "per request"}, {title: "estimate/key"},
+	}
+	one := map[string]float64{} // bytes/key with one request, by test
+	for _, r := range results {
+		if r.requests == 1 {
+			one[r.name] = r.bytesPerKey
+		}
+	}
+	var cells [][]string
+	for _, r := range results {
+		perRequest := "-"
+		if b1, ok := one[r.name]; ok && r.requests > 1 {
+			perRequest = strconv.FormatFloat((r.bytesPerKey-b1)/float64(r.requests-1), 'f', 1, 64)
+		}
+		estimate := "-"
+		if !math.IsNaN(r.datasetPerKey) {
+			estimate = formatCount(r.datasetPerKey)
+		}
+		cells = append(cells, []string{
+			r.name, r.server, formatCount(float64(r.keys)), strconv.Itoa(r.requests),
+			formatCount(r.bytesPerKey), formatCount(r.bytesPerKey - memoryKeyLen), perRequest, estimate,
+		})
+	}
+	return formatTable(cols, cells)
+}

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestQuickRun runs the whole of bench, -quick: it builds cellserver,
+// starts both servers, runs every test and memory measurement once with a
+// few requests and keys, prints the report and leaves no process behind.
+func TestQuickRun(t *testing.T) {
+	needTool(t, "redis-server")
+	needTool(t, "redis-benchmark")
+	var stdout, stderr bytes.Buffer
+	started := time.Now()
+	code := run(context.Background(), []string{"-quick"}, os.Getenv, &stdout, &stderr)
+	if code != exitOK {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
+	}
+	t.Logf("-quick took %v", time.Since(started))
+	out := stdout.String()
+	for _, want := range []string{
+		`(?m)^-P  test +server +requests/s +p50 ms +p99 ms +ratio to Redis$`,
+		`(?m)^ 1  CL\.THROTTLE +cellserver +[0-9,]+ +[0-9.]+ +[0-9.]+ +[0-9.]+× SET, [0-9.]+× GCRA\.lua$`,
+		`(?m)^16  CL\.THROTTLE +cellserver .*× SET, `,
+		`(?m)^ 1  SET +redis `, `(?m)^16  GCRA\.lua +redis `,
+		`(?m)^16  SW\.THROTTLE +cellserver .*× ZSET\.lua$`, `(?m)^16  ZSET\.lua +redis `,
+		`(?m)^16  SWC\.THROTTLE +cellserver .*× ZSET\.lua, `, `(?m)^16  FW\.THROTTLE +cellserver .*× GCRA\.lua$`,
+		`(?m)^CL\.THROTTLE +cellserver +2,000 +1 `,
+		`(?m)^SW\.THROTTLE +cellserver +100 +100 +[0-9,]+ +[0-9,]+ +[0-9.]+ +[0-9,]+$`,
+		`(?m)^ZSET\.lua +redis +100 +100 `,
+		`(?m)^machine: [0-9]+ CPUs .*redis-server [0-9.]+;`,
+	} {
+		if !regexp.MustCompile(want).MatchString(out) {
+			t.Errorf("the report has no line matching %s:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "not run:") {
+		t.Errorf("some tests did not run:\n%s", out)
+	}
+	checkNoChildren(t)
+}
+
+// TestInterruptStopsEverything cancels a run, as SIGINT does, once its
+// first benchmark has finished: bench must exit 1 and leave no process.
+func TestInterruptStopsEverything(t *testing.T) {
+	needTool(t, "redis-server")
+	needTool(t, "redis-benchmark")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	progress := &watchWriter{on: "[1/", then: cancel}
+	code := run(ctx, []string{"-quick", "-n", "20000"}, os.Getenv, &bytes.Buffer{}, progress)
+	if code != exitFailed {
+		t.Errorf("exit %d after an interrupt, want %d", code, exitFailed)
+	}
+	if !strings.Contains(progress.String(), "bench: interrupted") {
+		t.Errorf("stderr says:\n%s\nwant it to say it was interrupted", progress.String())
+	}
+	checkNoChildren(t)
+}
+
+// watchWriter is a progress writer that calls then once on a line
+// containing on.
+type watchWriter struct {
+	on   string
+	then func()
+
+	mu   sync.Mutex // guards b, once
+	b    bytes.Buffer
+	once bool
+}
+
+func (w *watchWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.b.Write(p)
+	if !w.once && strings.Contains(string(p), w.on) {
+		w.once = true
+		w.then()
+	}
+	return len(p), nil
+}
+
+func (w *watchWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+// checkNoChildren fails if a child of this process is still running (or a
+// zombie): bench must stop and wait for everything it starts.
+func checkNoChildren(t *testing.T) {
+	t.Helper()
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	if len(stats) == 0 {
+		return // no /proc to look in
+	}
+	me := strconv.Itoa(os.Getpid())
+	for _, path := range stats {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue // it has just exited
+		}
+		// pid (comm) state ppid ...; comm may hold spaces and parentheses.
+		s := string(b)
+		end := strings.LastIndexByte(s, ')')
+		if end < 0 {
+			continue
+		}
+		f := strings.Fields(s[end+1:])
+		if len(f) >= 2 && f[1] == me {
+			t.Errorf("a child is left behind: %s", strings.TrimSpace(s[:end+1]))
+		}
+	}
+}

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// resultRow is one line of the throughput table: a test's medians at one
+// pipeline depth.
+type resultRow struct {
+	pipeline     int
+	test, server string
+	figures
+	ratios []ratio
+}
+
+// ratio is a test's requests per second over another test's.
+type ratio struct {
+	of string  // the other test
+	x  float64 // this one's rps / the other's
+}
+
+// column of a text table.
+type column struct {
+	title string
+	left  bool // aligned left; numbers are aligned right
+}
+
+// formatTable lays rows out under the columns' titles, two spaces apart,
+// without trailing spaces; columns without titles have no title line.
+func formatTable(cols []column, rows [][]string) string {
+	width := make([]int, len(cols))
+	for i, c := range cols {
+		width[i] = len([]rune(c.title))
+	}
+	for _, r := range rows {
+		for i, cell := range r {
+			width[i] = max(width[i], len([]rune(cell)))
+		}
+	}
+	var b strings.Builder
+	line := func(cells []string) {
+		var l strings.Builder
+		for i, cell := range cells {
+			if i > 0 {
+				l.WriteString("  ")
+			}
+			pad := strings.Repeat(" ", width[i]-len([]rune(cell)))
+			if cols[i].left {
+				l.WriteString(cell + pad)
+			} else {
+				l.WriteString(pad + cell)
+			}
+		}
+		b.WriteString(strings.TrimRight(l.String(), " ") + "\n")
+	}
+	titles := make([]string, len(cols))
+	titled := false
+	for i, c := range cols {
+		titles[i] = c.title
+		titled = titled || c.title != ""
+	}
+	if titled {
+		line(titles)
+	}
+	for _, r := range rows {
+		line(r)
+	}
+	return b.String()
+}
+
+// formatThroughput is the throughput table.
+func formatThroughput(rows []resultRow) string {
+	cols := []column{
+		{title: "-P"}, {title: "test", left: true}, {title: "server", left: true},
+		{title: "requests/s"}, {title: "p50 ms"}, {title: "p99 ms"}, {title: "ratio to Redis", left: true},
+	}
+	var cells [][]string
+	for _, r := range rows {
+		var ratios []string
+		for _, x := range r.ratios {
+			ratios = append(ratios, fmt.Sprintf("%.2f× %s", x.x, x.of))
+		}
+		cells = append(cells, []string{
+			strconv.Itoa(r.pipeline), r.test, r.server,
+			formatCount(r.rps), formatMs(r.p50), formatMs(r.p99), strings.Join(ratios, ", "),
+		})
+	}
+	return formatTable(cols, cells)
+}
+
+// formatCount writes a non-negative figure rounded to an integer, with
+// thousands separators: 1234567.8 is "1,234,568".
+func formatCount(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "-"
+	}
+	s := strconv.FormatFloat(math.Round(v), 'f', 0, 64)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// formatMs writes a latency in milliseconds, "-" when unknown.
+func formatMs(v float64) string {
+	if math.IsNaN(v) {
+		return "-"
+	}
+	return strconv.FormatFloat(v, 'f', 3, 64)
+}

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+)
+
+// tools are the programs bench runs, found on PATH.
+type tools struct {
+	goCmd          string
+	redisServer    string
+	redisBenchmark string
+	// cellModule is redis-cell's shared library (REDIS_CELL_MODULE), or "".
+	cellModule string
+}
+
+// aptPackage names the Debian/Ubuntu package that installs a program bench
+// needs, for the message when it is missing.
+func aptPackage(name string) string {
+	if name == "redis-server" {
+		return "redis-server"
+	}
+	return "redis-tools" // redis-benchmark, redis-cli
+}
+
+// findTools looks up the programs on PATH. A missing one is an error that
+// names the package providing it; bench installs nothing itself.
+func findTools(cellModule string) (tools, error) {
+	var t tools
+	var err error
+	if t.goCmd, err = exec.LookPath("go"); err != nil {
+		return t, fmt.Errorf("go is not on PATH: bench builds cellserver with it (see the README's set-up)")
+	}
+	for _, p := range []struct {
+		name string
+		path *string
+	}{{"redis-server", &t.redisServer}, {"redis-benchmark", &t.redisBenchmark}} {
+		if *p.path, err = exec.LookPath(p.name); err != nil {
+			return t, missingTool(p.name)
+		}
+	}
+	if cellModule != "" {
+		if st, err := os.Stat(cellModule); err != nil || st.IsDir() {
+			return t, fmt.Errorf("REDIS_CELL_MODULE=%s is not a file: set it to redis-cell's shared library (libredis_cell.so) or unset it", cellModule)
+		}
+		t.cellModule = cellModule
+	}
+	return t, nil
+}
+
+// missingTool is the error for a program that is not on PATH.
+func missingTool(name string) error {
+	return fmt.Errorf("%s is not on PATH: install the %s package (apt-get install %s), as .ci/run does",
+		name, aptPackage(name), aptPackage(name))
+}
