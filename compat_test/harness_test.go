@@ -58,6 +58,15 @@ func startServer(t *testing.T) *testServer {
 		},
 		Logger: logger,
 	})
+	serve(t, ln, cmds, logger, func(context.Context) { eng.Close() })
+	return &testServer{addr: ln.Addr().String(), port: port}
+}
+
+// serve serves cmds on ln until the test's cleanup shuts the server down,
+// checks that it stopped cleanly, and then calls closing (to stop what the
+// server ran on).
+func serve(t *testing.T, ln net.Listener, cmds *commands.Commands, logger *slog.Logger, closing func(context.Context)) {
+	t.Helper()
 	srv := server.New(server.Config{Addr: ln.Addr().String(), Handler: cmds, Logger: logger, MaxClients: 10000})
 	cmds.SetHost(srv)
 	served := make(chan error, 1)
@@ -71,9 +80,8 @@ func startServer(t *testing.T) *testServer {
 		if err := <-served; !errors.Is(err, server.ErrServerClosed) {
 			t.Errorf("Serve returned %v, want ErrServerClosed", err)
 		}
-		eng.Close()
+		closing(ctx)
 	})
-	return &testServer{addr: ln.Addr().String(), port: port}
 }
 
 // testLogWriter sends the server's log to the test's log, shown on failure

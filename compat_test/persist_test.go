@@ -2,7 +2,6 @@ package compat_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -19,7 +18,6 @@ import (
 	"github.com/cellserver/cellserver/engine"
 	"github.com/cellserver/cellserver/persist"
 	"github.com/cellserver/cellserver/persist/redistest"
-	"github.com/cellserver/cellserver/server"
 )
 
 // persistedServer is a cellserver writing behind to a backing store, wired
@@ -76,19 +74,7 @@ func startPersisted(t *testing.T, backing engine.Backing, interval time.Duration
 		},
 		Logger: logger,
 	})
-	srv := server.New(server.Config{Addr: ln.Addr().String(), Handler: cmds, Logger: logger, MaxClients: 10000})
-	cmds.SetHost(srv)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-		if err := <-served; !errors.Is(err, server.ErrServerClosed) {
-			t.Errorf("Serve returned %v, want ErrServerClosed", err)
-		}
+	serve(t, ln, cmds, logger, func(ctx context.Context) {
 		if err := w.Close(ctx); err != nil {
 			t.Errorf("writer Close: %v", err)
 		}

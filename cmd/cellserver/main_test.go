@@ -248,6 +248,58 @@ func TestRunAddressInUse(t *testing.T) {
 	}
 }
 
+// process is cellserver run as a real process: this test binary running
+// main (see TestMain).
+type process struct {
+	cmd    *exec.Cmd
+	logs   *bufio.Reader // its JSON log, after the start line
+	addr   string        // where it listens
+	exited bool
+}
+
+// startProcess runs cellserver with args and reads its log until the start
+// line says where it listens. The test's cleanup kills it if the test did
+// not wait for it.
+func startProcess(t *testing.T, exe string, args ...string) *process {
+	t.Helper()
+	p := &process{cmd: exec.Command(exe, args...)}
+	p.cmd.Env = append(os.Environ(), runMainEnv+"=1")
+	stderr, err := p.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if !p.exited {
+			p.cmd.Process.Kill()
+			p.cmd.Wait()
+		}
+	})
+	p.logs = bufio.NewReader(stderr)
+	var start struct{ Msg, Addr string }
+	deadline := time.AfterFunc(10*time.Second, func() { p.cmd.Process.Kill() })
+	defer deadline.Stop()
+	for start.Msg != "cellserver started" {
+		line, err := p.logs.ReadBytes('\n')
+		if err != nil {
+			t.Fatalf("no start line before %v", err)
+		}
+		start.Msg = ""
+		json.Unmarshal(line, &start)
+	}
+	p.addr = start.Addr
+	return p
+}
+
+// wait waits for the process to exit.
+func (p *process) wait() error {
+	err := p.cmd.Wait()
+	p.exited = true
+	return err
+}
+
 // TestSignals runs the real process (this test binary running main) and
 // stops it with each signal cellserver handles.
 func TestSignals(t *testing.T) {
@@ -257,39 +309,10 @@ func TestSignals(t *testing.T) {
 	}
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		t.Run(sig.String(), func(t *testing.T) {
-			cmd := exec.Command(exe, "--addr", "127.0.0.1:0", "--log-format", "json")
-			cmd.Env = append(os.Environ(), runMainEnv+"=1")
-			stderr, err := cmd.StderrPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			exited := false
-			t.Cleanup(func() {
-				if !exited {
-					cmd.Process.Kill()
-					cmd.Wait()
-				}
-			})
+			p := startProcess(t, exe, "--addr", "127.0.0.1:0", "--log-format", "json")
+			cmd, logs := p.cmd, p.logs
 
-			// Read the log until the start line says where it listens; the
-			// rest of the log is read after the signal.
-			logs := bufio.NewReader(stderr)
-			var start struct{ Msg, Addr string }
-			deadline := time.AfterFunc(10*time.Second, func() { cmd.Process.Kill() })
-			defer deadline.Stop()
-			for start.Msg != "cellserver started" {
-				line, err := logs.ReadBytes('\n')
-				if err != nil {
-					t.Fatalf("no start line before %v", err)
-				}
-				start.Msg = ""
-				json.Unmarshal(line, &start)
-			}
-
-			rdb := newClient(t, start.Addr)
+			rdb := newClient(t, p.addr)
 			if _, err := rdb.Do(context.Background(), "CL.THROTTLE", "k", "1", "1", "1").Result(); err != nil {
 				t.Fatalf("CL.THROTTLE: %v", err)
 			}
@@ -298,8 +321,7 @@ func TestSignals(t *testing.T) {
 				t.Fatal(err)
 			}
 			rest, _ := io.ReadAll(logs)
-			err = cmd.Wait()
-			exited = true
+			err = p.wait()
 			if err != nil {
 				t.Errorf("exit: %v, want status 0; log:\n%s", err, rest)
 			}

@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -268,35 +265,9 @@ func TestRunBackingKill9(t *testing.T) {
 	}
 	backing := redistest.Start(t)
 	const interval = 250 * time.Millisecond
-	cmd := exec.Command(exe, "--addr", "127.0.0.1:0", "--log-format", "json",
+	p := startProcess(t, exe, "--addr", "127.0.0.1:0", "--log-format", "json",
 		"--backing-redis", backing.URL(), "--flush-interval", interval.String())
-	cmd.Env = append(os.Environ(), runMainEnv+"=1")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := false
-	t.Cleanup(func() {
-		if !exited {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	})
-	logs := bufio.NewReader(stderr)
-	var start struct{ Msg, Addr string }
-	deadline := time.AfterFunc(10*time.Second, func() { cmd.Process.Kill() })
-	for start.Msg != "cellserver started" {
-		line, err := logs.ReadBytes('\n')
-		if err != nil {
-			t.Fatalf("no start line before %v", err)
-		}
-		start.Msg = ""
-		json.Unmarshal(line, &start)
-	}
-	deadline.Stop()
+	cmd, logs := p.cmd, p.logs
 	drained := make(chan struct{})
 	go func() { io.Copy(io.Discard, logs); close(drained) }()
 
@@ -305,7 +276,7 @@ func TestRunBackingKill9(t *testing.T) {
 	quota := []any{1_000_000_000, 1, 1}
 	const workers, perWorker = 8, 5
 	ctx := context.Background()
-	rdb := redis.NewClient(&redis.Options{Addr: start.Addr, MaxRetries: -1, PoolSize: workers})
+	rdb := redis.NewClient(&redis.Options{Addr: p.addr, MaxRetries: -1, PoolSize: workers})
 	defer rdb.Close()
 	type keyLog struct {
 		base uint64      // the TAT after the first hit
@@ -354,8 +325,7 @@ func TestRunBackingKill9(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	<-drained
-	cmd.Wait()
-	exited = true
+	p.wait()
 
 	r := startRun(t, []string{"--addr", "127.0.0.1:0", "--backing-redis", backing.URL()}, nil)
 	rdb2 := newClient(t, r.addr)
