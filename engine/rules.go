@@ -250,7 +250,7 @@ func (e *Engine) record(v *verdict, r Rule, now, qty int64) error {
 		} else if qty == 0 && view.drop == 0 {
 			return nil // a peek that changes nothing
 		}
-		s.used.Add(ent.log.apply(view, now, qty, true))
+		s.used.Add(ent.log.apply(view, now, qty, r.Window.Limit, true))
 		if ent.log.size == 0 {
 			s.removeKey(r.Key, nowMs)
 			return nil

@@ -87,7 +87,7 @@ func slidingLog(now int64, l *swLog, q WindowQuota, qty int64) (Decision, swView
 
 // apply drops the requests that left the window and records qty at now
 // when the decision admitted it. It returns the change in the log's bytes.
-func (l *swLog) apply(v swView, now int64, qty int64, admitted bool) int64 {
+func (l *swLog) apply(v swView, now int64, qty, limit int64, admitted bool) int64 {
 	before := l.bytes()
 	for ; v.drop > 0; v.drop-- {
 		_, n := l.get(0)
@@ -97,7 +97,7 @@ func (l *swLog) apply(v swView, now int64, qty int64, admitted bool) int64 {
 	}
 	if admitted && qty > 0 {
 		if l.size == len(l.at) {
-			l.resize(max(2*len(l.at), 4))
+			l.resize(growTo(len(l.at), l.size, limit))
 		}
 		j := (l.head + l.size) % len(l.at)
 		l.at[j], l.n[j] = now, uint32(qty)
@@ -108,6 +108,19 @@ func (l *swLog) apply(v swView, now int64, qty int64, admitted bool) int64 {
 		l.resize(len(l.at) / 2)
 	}
 	return l.bytes() - before
+}
+
+// growTo is the capacity a full ring of c slots grows to: double, but never
+// past the limit, since a log never holds more requests than its limit (each
+// costs at least 1); so a key at its limit uses 12 bytes a request, not the
+// up to 24 that doubling would leave. It is at least size+1, should the
+// limit have been lowered since the requests were recorded.
+func growTo(c, size int, limit int64) int {
+	n := max(2*c, 4)
+	if int64(n) > limit {
+		n = int(max(limit, int64(size+1)))
+	}
+	return n
 }
 
 // resize moves the requests into arrays of capacity c, oldest first.

@@ -9,7 +9,7 @@ import (
 
 // keyMemory is what one key of a family costs the Go heap, measured over n
 // keys with 16-byte names, each hit perKey times.
-func keyMemory(t *testing.T, n int, f Family, perKey int) float64 {
+func keyMemory(t *testing.T, n int, f Family, perKey int, limit int64) float64 {
 	t.Helper()
 	keys := make([][]byte, n)
 	for i := range keys {
@@ -18,7 +18,7 @@ func keyMemory(t *testing.T, n int, f Family, perKey int) float64 {
 	c := &clock{t: time.Unix(0, epochDay)}
 	e := New(Options{Now: c.now, SweepInterval: -1, Shards: 128})
 	defer e.Close()
-	q := WindowQuota{Limit: 1_000, Window: int64(time.Hour)}
+	q := WindowQuota{Limit: limit, Window: int64(time.Hour)}
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
@@ -70,16 +70,19 @@ func TestWindowKeyMemoryMeasured(t *testing.T) {
 		name   string
 		f      Family
 		perKey int
+		limit  int64
 		bound  float64
 	}{
-		{"CL (for reference)", FamilyCL, 1, 300},
-		{"FW", FamilyFW, 1, 300},
-		{"SWC", FamilySWC, 1, 300},
-		{"SW holding 1 request", FamilySW, 1, 450},
-		{"SW holding 100 requests", FamilySW, 100, 2500},
+		{"CL (for reference)", FamilyCL, 1, 1_000, 300},
+		{"FW", FamilyFW, 1, 1_000, 300},
+		{"SWC", FamilySWC, 1, 1_000, 300},
+		{"SW holding 1 request", FamilySW, 1, 1_000, 450},
+		{"SW holding 100 requests", FamilySW, 100, 1_000, 2500},
+		// At its limit the ring stops doubling: 12 bytes a request.
+		{"SW 100 requests, limit 100", FamilySW, 100, 100, 1650},
 	}
 	for _, c := range cases {
-		got := keyMemory(t, n, c.f, c.perKey)
+		got := keyMemory(t, n, c.f, c.perKey, c.limit)
 		t.Logf("%-24s %6.0f bytes a key (%d keys, 16-byte names included)", c.name, got, n)
 		if got > c.bound {
 			t.Errorf("%s: %.0f bytes a key, over %.0f", c.name, got, c.bound)
