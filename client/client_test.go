@@ -82,7 +82,7 @@ func TestThrottleBurst(t *testing.T) {
 		{"2 s after the burst", 500 * time.Millisecond, Result{Limit: 16, Remaining: 0, RetryAfter: NoRetry, ResetAfter: 32 * time.Second}},
 	}
 	for _, st := range steps {
-		s.clock.advance(st.advance)
+		s.clock.Advance(st.advance)
 		got, err := l.Throttle(ctx, "user:42", q)
 		if err != nil {
 			t.Fatalf("%s: %v", st.name, err)

@@ -91,7 +91,7 @@ func TestMiddlewareBurst(t *testing.T) {
 		{"10 s later", 6 * time.Second, "ann", 200, allowed("3", "0", "30"), "hello\n"},
 	}
 	for _, st := range steps {
-		s.clock.advance(st.advance)
+		s.clock.Advance(st.advance)
 		check(t, st.name, get(h, st.user, "192.0.2.1:1234"), st.status, st.header, st.body)
 	}
 }

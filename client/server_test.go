@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,7 +19,7 @@ import (
 // cmd/cellserver wires it, on a fake clock.
 type testServer struct {
 	addr  string
-	clock *fakeClock
+	clock *engine.ManualClock
 	stop  func() // shuts the server down and waits for it; cleanup calls it too
 }
 
@@ -30,10 +29,9 @@ func startServer(t *testing.T) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clock := &fakeClock{}
-	clock.ns.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	clock := engine.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	log := slog.New(slog.DiscardHandler)
-	eng := engine.New(engine.Options{Now: clock.now})
+	eng := engine.New(engine.Options{Now: clock.Now})
 	cmds := commands.New(commands.Options{Engine: eng, Logger: log})
 	srv := server.New(server.Config{Handler: cmds, Logger: log})
 	cmds.SetHost(srv)
@@ -62,9 +60,3 @@ func (s *testServer) limiter(t *testing.T) *Limiter {
 	t.Cleanup(func() { rdb.Close() })
 	return NewLimiter(rdb)
 }
-
-// fakeClock is the engine's clock, moved by the test.
-type fakeClock struct{ ns atomic.Int64 }
-
-func (c *fakeClock) now() time.Time          { return time.Unix(0, c.ns.Load()) }
-func (c *fakeClock) advance(d time.Duration) { c.ns.Add(int64(d)) }

@@ -93,7 +93,7 @@ func clientLine(id, addr, name string, age, idle int, flags, multi, cmd string, 
 func TestClientInfo(t *testing.T) {
 	h := newHarness(t)
 	h.do("CLIENT", "SETNAME", "me")
-	h.clock.advance(7 * time.Second)
+	h.clock.Advance(7 * time.Second)
 	want := clientLine("1", "127.0.0.1:50000", "me", 7, 0, "N", "-1", "client|info", 2)
 	if got := h.do("CLIENT", "INFO"); got != wantBulk(want) {
 		t.Fatalf("CLIENT INFO\n got %q\nwant %q", got, wantBulk(want))
@@ -113,7 +113,7 @@ func TestClientInfo(t *testing.T) {
 
 func TestClientList(t *testing.T) {
 	h := newHarness(t)
-	start := h.clock.t
+	start := h.clock.Now()
 	other := NewClient(5, "10.0.0.2:4000", "127.0.0.1:6379", start)
 	other.Name, other.LastCommand, other.Proto = "peer", "cl.throttle", 3
 	other.LastActive = start.Add(2 * time.Second)
@@ -123,7 +123,7 @@ func TestClientList(t *testing.T) {
 	stale.Name = "old"
 	h.withOpts(Options{Host: &stubHost{clients: []ClientInfo{{*other}, {stale}, {*queued}}}})
 	h.do("CLIENT", "SETNAME", "me")
-	h.clock.advance(10 * time.Second)
+	h.clock.Advance(10 * time.Second)
 
 	self := clientLine("1", "127.0.0.1:50000", "me", 10, 0, "N", "-1", "client|list", 2)
 	three := clientLine("3", "10.0.0.3:4000", "", 10, 10, "x", "0", "NULL", 2)
@@ -160,7 +160,7 @@ func TestClientLineShowsOwnQueue(t *testing.T) {
 	h := newHarness(t)
 	h.client.multi = &multiState{queued: [][][]byte{{[]byte("ping")}, {[]byte("ping")}}}
 	var b strings.Builder
-	appendClientLine(&b, h.client, true, h.clock.t)
+	appendClientLine(&b, h.client, true, h.clock.Now())
 	if !strings.Contains(b.String(), " flags=x db=0 sub=0 psub=0 ssub=0 multi=2 ") {
 		t.Fatalf("line = %q", b.String())
 	}

@@ -105,7 +105,7 @@ func TestKeysAndScanMatch(t *testing.T) {
 func TestExpiredKeysInvisible(t *testing.T) {
 	h := newHarness(t)
 	h.do("CL.THROTTLE", "k", "0", "1", "1") // expires in 1s
-	h.clock.advance(1001 * time.Millisecond)
+	h.clock.Advance(1001 * time.Millisecond)
 	for _, c := range []struct {
 		args []string
 		want string

@@ -139,7 +139,7 @@ func boundedHarness(t *testing.T, keys int64) *harness {
 	probe.Throttle(nil, []byte("k"), engine.GCRAQuota{MaxBurst: 1, Count: 1, Period: 1}, 1)
 	perKey := probe.Used() // what a key with a one-byte name costs
 	probe.Close()
-	h.eng = engine.New(engine.Options{Now: h.clock.now, SweepInterval: -1, Shards: 1, MaxMemory: keys * perKey})
+	h.eng = engine.New(engine.Options{Now: h.clock.Now, SweepInterval: -1, Shards: 1, MaxMemory: keys * perKey})
 	t.Cleanup(h.eng.Close)
 	return h.withOpts(Options{})
 }

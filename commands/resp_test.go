@@ -68,16 +68,10 @@ func (r *respWriter) WriteVerbatim(s string) {
 	r.WriteBulkString(s)
 }
 
-// fakeClock is a settable clock for the engine.
-type fakeClock struct{ t time.Time }
-
-func (c *fakeClock) now() time.Time          { return c.t }
-func (c *fakeClock) advance(d time.Duration) { c.t = c.t.Add(d) }
-
 // harness runs commands for one client against a fresh engine on a fake clock.
 type harness struct {
 	t      *testing.T
-	clock  *fakeClock
+	clock  *engine.ManualClock
 	eng    *engine.Engine
 	cmds   *Commands
 	client *Client
@@ -85,13 +79,13 @@ type harness struct {
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	clock := &fakeClock{t: time.Unix(1_795_336_191, 675_642_640)}
-	eng := engine.New(engine.Options{Now: clock.now, SweepInterval: -1})
+	clock := engine.NewManualClock(time.Unix(1_795_336_191, 675_642_640))
+	eng := engine.New(engine.Options{Now: clock.Now, SweepInterval: -1})
 	t.Cleanup(eng.Close)
 	return &harness{
 		t: t, clock: clock, eng: eng,
 		cmds:   New(Options{Engine: eng, Version: "test"}),
-		client: NewClient(1, "127.0.0.1:50000", "127.0.0.1:6379", clock.t),
+		client: NewClient(1, "127.0.0.1:50000", "127.0.0.1:6379", clock.Now()),
 	}
 }
 

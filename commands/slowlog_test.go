@@ -12,7 +12,7 @@ import (
 // the fake clock's second, "D" for the duration (see normDuration), the
 // harness client's address.
 func slowlogEntryBytes(h *harness, id int64, name string, args ...string) string {
-	return wantArray(6) + wantInt(id) + wantInt(h.clock.t.Unix()) + ":D\r\n" +
+	return wantArray(6) + wantInt(id) + wantInt(h.clock.Now().Unix()) + ":D\r\n" +
 		wantArray(len(args)) + wantBulks(args...) + wantBulks(h.client.Addr, name)
 }
 
@@ -178,7 +178,7 @@ func TestSlowlogConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cl := NewClient(int64(i+1), "127.0.0.1:1", "127.0.0.1:6379", h.clock.t)
+			cl := NewClient(int64(i+1), "127.0.0.1:1", "127.0.0.1:6379", h.clock.Now())
 			for j := range 200 {
 				for _, cmd := range [][]string{{"PING"}, {"SLOWLOG", "GET", "5"}, {"SLOWLOG", "LEN"}} {
 					bargs := make([][]byte, len(cmd))

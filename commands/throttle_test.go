@@ -78,7 +78,7 @@ func TestCLThrottleSequences(t *testing.T) {
 	}
 	// 1, 1b, 2, 2b, 2c
 	step(ints(0, 16, 15, -1, 2), "CL.THROTTLE", "user123", "15", "30", "60")
-	h.clock.advance(time.Millisecond)
+	h.clock.Advance(time.Millisecond)
 	step(ints(0, 16, 14, -1, 4), "CL.THROTTLE", "user123", "15", "30", "60")
 	step("$19\r\n1795336195675642640\r\n", "GET", "user123")
 	step(":3999\r\n", "PTTL", "user123")
@@ -109,9 +109,9 @@ func TestCLThrottleSequences(t *testing.T) {
 	step(":2000\r\n", "PTTL", "e2e")
 	step(ints(1, 1, 0, 2, 2), "CL.THROTTLE", "e2e", "0", "1", "2", "1")
 	step(":2000\r\n", "PTTL", "e2e")
-	h.clock.advance(2001 * time.Millisecond)
+	h.clock.Advance(2001 * time.Millisecond)
 	step(ints(0, 1, 0, -1, 2), "CL.THROTTLE", "e2e", "0", "1", "2", "1")
-	h.clock.advance(500 * time.Millisecond)
+	h.clock.Advance(500 * time.Millisecond)
 	step(ints(1, 1, 0, 2, 2), "CL.THROTTLE", "e2e", "0", "1", "2", "1")
 	// DEL resets a limit.
 	step(":1\r\n", "DEL", "q16")

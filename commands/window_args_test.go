@@ -92,11 +92,11 @@ func TestWindowArgsAccepted(t *testing.T) {
 // TestWindowOutOfMemory: a new key that does not fit maxmemory gets Redis's
 // OOM error and nothing is written.
 func TestWindowOutOfMemory(t *testing.T) {
-	clock := &fakeClock{t: time.Unix(1_795_336_200, 0)}
-	eng := engine.New(engine.Options{Now: clock.now, SweepInterval: -1, MaxMemory: 1})
+	clock := engine.NewManualClock(time.Unix(1_795_336_200, 0))
+	eng := engine.New(engine.Options{Now: clock.Now, SweepInterval: -1, MaxMemory: 1})
 	t.Cleanup(eng.Close)
 	h := &harness{t: t, clock: clock, eng: eng, cmds: New(Options{Engine: eng, Version: "test"}),
-		client: NewClient(1, "127.0.0.1:50000", "127.0.0.1:6379", clock.t)}
+		client: NewClient(1, "127.0.0.1:50000", "127.0.0.1:6379", clock.Now())}
 	oom := wantErr(msgOOM)
 	h.runTimed([]timedStep{
 		{0, "SW.THROTTLE k 5 10", oom},

@@ -17,7 +17,7 @@ type timedStep struct {
 func (h *harness) runTimed(steps []timedStep) {
 	h.t.Helper()
 	for i, s := range steps {
-		h.clock.advance(s.after)
+		h.clock.Advance(s.after)
 		if got := h.do(strings.Fields(s.cmd)...); got != s.want {
 			h.t.Errorf("step %d, %q:\n got %q\nwant %q", i+1, s.cmd, got, s.want)
 		}
@@ -31,7 +31,7 @@ func alignedHarness(t *testing.T) *harness {
 	t.Helper()
 	h := newHarness(t)
 	const day = 24 * time.Hour
-	h.clock.advance(day - time.Duration(h.clock.t.UnixNano()%int64(day)))
+	h.clock.Advance(day - time.Duration(h.clock.Now().UnixNano()%int64(day)))
 	return h
 }
 

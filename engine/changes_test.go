@@ -7,10 +7,10 @@ import (
 	"time"
 )
 
-func newTrackingEngine(t testing.TB) (*Engine, *clock) {
+func newTrackingEngine(t testing.TB) (*Engine, *ManualClock) {
 	t.Helper()
-	c := &clock{t: time.Unix(0, start)}
-	e := New(Options{Now: c.now, SweepInterval: -1, Shards: 4, TrackChanges: true})
+	c := NewManualClock(time.Unix(0, start))
+	e := New(Options{Now: c.Now, SweepInterval: -1, Shards: 4, TrackChanges: true})
 	t.Cleanup(e.Close)
 	return e, c
 }
@@ -100,8 +100,8 @@ func TestChangesNotTracked(t *testing.T) {
 
 func TestRestore(t *testing.T) {
 	e, c := newTrackingEngine(t)
-	nowMs := c.now().UnixMilli()
-	tat := uint64(c.now().UnixNano()) + 4_000_000_000
+	nowMs := c.Now().UnixMilli()
+	tat := uint64(c.Now().UnixNano()) + 4_000_000_000
 	if !e.Restore(Record{Key: "k", Family: FamilyCL, TAT: tat, ExpireAtMs: nowMs + 4000}) {
 		t.Fatal("fresh record not taken")
 	}

@@ -7,28 +7,10 @@ import (
 	"time"
 )
 
-// clock is a fake clock for the engine; safe for concurrent use.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
-func newTestEngine(t testing.TB) (*Engine, *clock) {
+func newTestEngine(t testing.TB) (*Engine, *ManualClock) {
 	t.Helper()
-	c := &clock{t: time.Unix(0, start)}
-	e := New(Options{Now: c.now, SweepInterval: -1, Shards: 4})
+	c := NewManualClock(time.Unix(0, start))
+	e := New(Options{Now: c.Now, SweepInterval: -1, Shards: 4})
 	t.Cleanup(e.Close)
 	return e, c
 }
@@ -58,11 +40,11 @@ func TestExpiredKeyInvisible(t *testing.T) {
 	e, c := newTestEngine(t)
 	key := []byte("k")
 	e.Throttle(nil, key, quota, 1) // PTTL 2000
-	c.advance(2000 * time.Millisecond)
+	c.Advance(2000 * time.Millisecond)
 	if _, ok := e.Get(nil, key); !ok {
 		t.Fatal("gone while PTTL is 0; Redis keeps it for that millisecond")
 	}
-	c.advance(time.Millisecond)
+	c.Advance(time.Millisecond)
 	if _, ok := e.Get(nil, []byte("k")); ok {
 		t.Fatal("expired key still visible")
 	}
@@ -71,7 +53,7 @@ func TestExpiredKeyInvisible(t *testing.T) {
 	}
 	// A second key expires without being read: the sweep removes it.
 	e.Throttle(nil, []byte("k2"), quota, 1)
-	c.advance(3 * time.Second)
+	c.Advance(3 * time.Second)
 	if n := e.Sweep(); n != 1 {
 		t.Errorf("Sweep removed %d, want 1", n)
 	}
@@ -86,16 +68,16 @@ func TestSweepRefilesExtendedKeys(t *testing.T) {
 	e, c := newTestEngine(t)
 	key := []byte("k")
 	e.Throttle(nil, key, quota, 1) // expires in 2s
-	c.advance(1500 * time.Millisecond)
+	c.Advance(1500 * time.Millisecond)
 	e.Throttle(nil, key, quota, 1) // now expires 2.5s from here
-	c.advance(1000 * time.Millisecond)
+	c.Advance(1000 * time.Millisecond)
 	if n := e.Sweep(); n != 0 {
 		t.Fatalf("Sweep removed %d live keys", n)
 	}
 	if _, ok := e.Get(nil, key); !ok {
 		t.Fatal("live key lost")
 	}
-	c.advance(2 * time.Second)
+	c.Advance(2 * time.Second)
 	if n := e.Sweep(); n != 1 {
 		t.Fatalf("Sweep removed %d, want 1", n)
 	}
@@ -113,7 +95,7 @@ func TestExpiryMovesEarlier(t *testing.T) {
 	if got := e.PTTL(nil, key); got != 2000 {
 		t.Fatalf("PTTL = %d, want 2000", got)
 	}
-	c.advance(2001 * time.Millisecond)
+	c.Advance(2001 * time.Millisecond)
 	if n := e.Sweep(); n != 1 {
 		t.Errorf("Sweep removed %d, want 1", n)
 	}

@@ -11,10 +11,10 @@ import (
 
 // newBoundedEngine returns an engine of one shard on a fake clock whose
 // MaxMemory holds exactly keys keys with one-byte names.
-func newBoundedEngine(t testing.TB, keys int, track bool) (*Engine, *clock) {
+func newBoundedEngine(t testing.TB, keys int, track bool) (*Engine, *ManualClock) {
 	t.Helper()
-	c := &clock{t: time.Unix(0, start)}
-	e := New(Options{Now: c.now, SweepInterval: -1, Shards: 1, TrackChanges: track,
+	c := NewManualClock(time.Unix(0, start))
+	e := New(Options{Now: c.Now, SweepInterval: -1, Shards: 1, TrackChanges: track,
 		MaxMemory: int64(keys) * keyCost(1)})
 	t.Cleanup(e.Close)
 	return e, c
@@ -88,7 +88,7 @@ func TestEvictRefilesExtendedKeys(t *testing.T) {
 	e, c := newBoundedEngine(t, 2, false)
 	hit(t, e, "x", 1) // filed at +2s
 	hit(t, e, "y", 2) // +4s
-	c.advance(time.Second)
+	c.Advance(time.Second)
 	hit(t, e, "x", 3) // now expires at +8s, still filed at +2s
 	hit(t, e, "z", 1)
 	if got := fmt.Sprint(held(e)); got != "[x z]" {
@@ -104,7 +104,7 @@ func TestEvictRefilesExtendedKeys(t *testing.T) {
 func TestEvictExpiredCountsAsExpired(t *testing.T) {
 	e, c := newBoundedEngine(t, 1, false)
 	hit(t, e, "a", 1)
-	c.advance(3 * time.Second)
+	c.Advance(3 * time.Second)
 	hit(t, e, "b", 1)
 	if e.EvictedKeys() != 0 || e.ExpiredKeys() != 1 {
 		t.Errorf("evicted %d expired %d, want 0 and 1", e.EvictedKeys(), e.ExpiredKeys())
@@ -144,9 +144,9 @@ func TestEvictMarksChanged(t *testing.T) {
 // the keys that expire last.
 func TestRestoreUnderBudget(t *testing.T) {
 	e, c := newBoundedEngine(t, 2, true)
-	nowMs := c.now().UnixMilli()
+	nowMs := c.Now().UnixMilli()
 	rec := func(k string, ttl int64) Record {
-		return Record{Key: k, Family: FamilyCL, TAT: uint64(c.now().UnixNano()), ExpireAtMs: nowMs + ttl}
+		return Record{Key: k, Family: FamilyCL, TAT: uint64(c.Now().UnixNano()), ExpireAtMs: nowMs + ttl}
 	}
 	for _, r := range []Record{rec("a", 5000), rec("b", 3000)} {
 		if !e.Restore(r) {
@@ -174,9 +174,9 @@ func TestRestoreUnderBudget(t *testing.T) {
 // TestBudgetRespected: whatever the keys and their lives, each shard stays
 // within its share, so the keyspace stays within MaxMemory.
 func TestBudgetRespected(t *testing.T) {
-	c := &clock{t: time.Unix(0, start)}
+	c := NewManualClock(time.Unix(0, start))
 	const maxMemory = 64 << 10
-	e := New(Options{Now: c.now, SweepInterval: -1, Shards: 8, MaxMemory: maxMemory})
+	e := New(Options{Now: c.Now, SweepInterval: -1, Shards: 8, MaxMemory: maxMemory})
 	defer e.Close()
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := 0; i < 20_000; i++ {
@@ -185,7 +185,7 @@ func TestBudgetRespected(t *testing.T) {
 			t.Fatal(err)
 		}
 		if i%7 == 0 {
-			c.advance(time.Duration(r.IntN(500)) * time.Millisecond)
+			c.Advance(time.Duration(r.IntN(500)) * time.Millisecond)
 		}
 		for _, s := range e.shards {
 			if s.used.Load() > maxMemory/8 {
@@ -228,7 +228,7 @@ func TestUsedAndCounts(t *testing.T) {
 		t.Errorf("Counts = %v", got)
 	}
 	e.Delete(nil, []byte("bb"))
-	c.advance(3 * time.Second) // a expires, unswept
+	c.Advance(3 * time.Second) // a expires, unswept
 	if got := e.Counts(nil); fmt.Sprint(got) != "map[1:1]" {
 		t.Errorf("Counts with a expired = %v, want one CL key", got)
 	}
@@ -259,8 +259,8 @@ func TestKeyOverheadMeasured(t *testing.T) {
 	for i := range keys {
 		keys[i] = fmt.Appendf(nil, "key:%012d", i)
 	}
-	c := &clock{t: time.Unix(0, start)}
-	e := New(Options{Now: c.now, SweepInterval: -1, Shards: 128})
+	c := NewManualClock(time.Unix(0, start))
+	e := New(Options{Now: c.Now, SweepInterval: -1, Shards: 128})
 	defer e.Close()
 	var before, after runtime.MemStats
 	runtime.GC()

@@ -52,7 +52,7 @@ func TestThrottleAllCombines(t *testing.T) {
 		{80 * sec, 1, Decision{Limit: 3, Remaining: 0, RetryAfter: -1, ResetAfter: int64(100 * sec)}, [3]int64{4, 2, 0}},
 	}
 	for i, s := range steps {
-		c.set(epochDay + int64(s.at))
+		c.Set(time.Unix(0, epochDay+int64(s.at)))
 		d, err := e.ThrottleAll(nil, rules, s.qty)
 		if err != nil {
 			t.Fatalf("step %d: %v", i, err)
@@ -104,8 +104,8 @@ func TestThrottleAllSameShardNewKey(t *testing.T) {
 		b := Rule{Key: []byte("b"), Family: f, Window: q, GCRA: quota}
 		var got, want [2]any
 		for _, alone := range []bool{false, true} {
-			c := &clock{t: time.Unix(0, epochDay)}
-			e := New(Options{Now: c.now, SweepInterval: -1, Shards: 1})
+			c := NewManualClock(time.Unix(0, epochDay))
+			e := New(Options{Now: c.Now, SweepInterval: -1, Shards: 1})
 			for i := range 10 {
 				rules := []Rule{b}
 				if !alone { // a new key in the same shard, judged first
@@ -114,7 +114,7 @@ func TestThrottleAllSameShardNewKey(t *testing.T) {
 				if _, err := e.ThrottleAll(nil, rules, 1); err != nil {
 					t.Fatal(err)
 				}
-				c.advance(sec)
+				c.Advance(sec)
 			}
 			d := peek(t, e, b)
 			res := [2]any{fmtDecision(d), e.PTTL(nil, b.Key)}
@@ -141,7 +141,7 @@ func TestThrottleAllCLRounding(t *testing.T) {
 	// 0.5ms before the TAT: CL limits for 0.5ms, which redis-cell reports
 	// as 0 seconds; sw is fresh and not written, so the CL rule's reset is
 	// the largest.
-	c.advance(sec - 500*time.Microsecond)
+	c.Advance(sec - 500*time.Microsecond)
 	d, _ := e.ThrottleAll(nil, []Rule{sw, cl}, 1)
 	if d.RetryAfter != 500_000 || d.ResetAfter != 500_000 {
 		t.Fatalf("decision %s, want retry and reset 0.5ms", fmtDecision(d))
@@ -154,14 +154,14 @@ func TestThrottleAllCLRounding(t *testing.T) {
 	}
 	// Admitted 0.5ms after the TAT: the SW rule's reset (2s) is the
 	// largest; the CL rule has the least remaining (0 of 1).
-	c.advance(time.Millisecond)
+	c.Advance(time.Millisecond)
 	d, _ = e.ThrottleAll(nil, []Rule{sw, cl}, 1)
 	if got, want := d.Seconds(), (Result{Limit: 1, Remaining: 0, RetryAfter: -1, ResetAfter: 2}); got != want {
 		t.Errorf("Seconds = %+v, want %+v", got, want)
 	}
 	// 0.5ms before the new TAT: CL's retry (0 s in redis-cell's rounding)
 	// with SW's reset, 1.0005s rounded up to 2.
-	c.advance(sec - 500*time.Microsecond)
+	c.Advance(sec - 500*time.Microsecond)
 	d, _ = e.ThrottleAll(nil, []Rule{sw, cl}, 1)
 	if got, want := d.Seconds(), (Result{Limited: true, Limit: 1, Remaining: 0, RetryAfter: 0, ResetAfter: 2}); got != want || d.RetryAfter != 500_000 {
 		t.Errorf("Seconds = %+v (%s), want %+v", got, fmtDecision(d), want)
@@ -211,7 +211,7 @@ func TestThrottleAllErrors(t *testing.T) {
 // recorded under both rules or neither.
 func TestThrottleAllConcurrent(t *testing.T) {
 	e, c := newTestEngine(t)
-	c.set(epochDay)
+	c.Set(time.Unix(0, epochDay))
 	perSec := Rule{Key: []byte("user:sec"), Family: FamilyFW, Window: WindowQuota{Limit: 10, Window: int64(sec)}}
 	perMin := Rule{Key: []byte("user:min"), Family: FamilySW, Window: WindowQuota{Limit: 15, Window: int64(time.Minute)}}
 	var (
@@ -228,7 +228,7 @@ func TestThrottleAllConcurrent(t *testing.T) {
 				rules = []Rule{perMin, perSec} // either order
 			}
 			for range 200 {
-				c.advance(200 * time.Microsecond)
+				c.Advance(200 * time.Microsecond)
 				d, err := e.ThrottleAll(nil, rules, 1)
 				if err != nil {
 					t.Error(err)
@@ -265,7 +265,7 @@ func TestThrottleAllConcurrent(t *testing.T) {
 			t.Errorf("second %d: %d requests recorded, over the per-second limit", b, n)
 		}
 	}
-	now := (c.now().UnixNano() - epochDay) / int64(sec)
+	now := (c.Now().UnixNano() - epochDay) / int64(sec)
 	if got := 10 - peek(t, e, perSec).Remaining; got != perBucket[now] {
 		t.Errorf("FW counts %d in second %d, SW recorded %d there: a rule recorded what another rejected",
 			got, now, perBucket[now])

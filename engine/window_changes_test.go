@@ -15,10 +15,10 @@ var windowRules = []Rule{
 }
 
 // hitWindowKeys spends some of each window rule, across a bucket edge.
-func hitWindowKeys(t *testing.T, e *Engine, c *clock) {
+func hitWindowKeys(t *testing.T, e *Engine, c *ManualClock) {
 	t.Helper()
 	for i, at := range []time.Duration{7 * sec, 8*sec + 1, 9*sec + 500*msD, 11 * sec, 12*sec + 250*msD} {
-		c.set(epochDay + int64(at))
+		c.Set(time.Unix(0, epochDay+int64(at)))
 		for _, r := range windowRules {
 			if _, err := e.ThrottleWindow(nil, r, int64(1+i%2)); err != nil {
 				t.Fatal(err)
@@ -64,7 +64,7 @@ func TestChangesWindowFamilies(t *testing.T) {
 	before := peekAll(t, e)
 	// A fresh engine at the same instant takes them and answers the same.
 	e2, c2 := newTrackingEngine(t)
-	c2.set(c.now().UnixNano())
+	c2.Set(c.Now())
 	for _, r := range want {
 		if !e2.Restore(r) {
 			t.Fatalf("Restore(%s) not taken", r.Key)
@@ -81,8 +81,8 @@ func TestChangesWindowFamilies(t *testing.T) {
 	}
 	// And they go on alike.
 	for _, at := range []time.Duration{14 * sec, 17*sec + 1, 21 * sec} {
-		c.set(epochDay + int64(at))
-		c2.set(epochDay + int64(at))
+		c.Set(time.Unix(0, epochDay+int64(at)))
+		c2.Set(time.Unix(0, epochDay+int64(at)))
 		for _, r := range windowRules {
 			d1, _ := e.ThrottleWindow(nil, r, 2)
 			d2, _ := e2.ThrottleWindow(nil, r, 2)
@@ -99,23 +99,23 @@ func TestChangesWindowFamilies(t *testing.T) {
 func TestChangesSWPeek(t *testing.T) {
 	e, c := newTrackingEngine(t)
 	r := windowRules[0]
-	c.set(epochDay)
+	c.Set(time.Unix(0, epochDay))
 	e.ThrottleWindow(nil, r, 1)
-	c.set(epochDay + int64(sec+500*time.Microsecond))
+	c.Set(time.Unix(0, epochDay+int64(sec+500*time.Microsecond)))
 	e.ThrottleWindow(nil, r, 1)
 	drain(e)
 	e.ThrottleWindow(nil, r, 0)
 	if n := e.Pending(); n != 0 {
 		t.Errorf("a peek that dropped nothing: %d pending", n)
 	}
-	c.set(epochDay + int64(10*sec))
+	c.Set(time.Unix(0, epochDay+int64(10*sec)))
 	e.ThrottleWindow(nil, r, 0)
 	if rec := drain(e)["sw"]; len(rec.Log) != 1 || rec.Log[0] != epochDay+int64(sec+500*time.Microsecond) {
 		t.Errorf("after a peek that dropped the first request: %+v", rec)
 	}
 	// The last request left at 11.0005s; the key lives to the end of that
 	// millisecond.
-	c.set(epochDay + int64(11*sec+700*time.Microsecond))
+	c.Set(time.Unix(0, epochDay+int64(11*sec+700*time.Microsecond)))
 	e.ThrottleWindow(nil, r, 0)
 	if _, ok := e.Get(nil, r.Key); ok {
 		t.Error("an SW key without requests left")
@@ -129,8 +129,8 @@ func TestChangesSWPeek(t *testing.T) {
 // store keeps the conservative state (Restore's doc).
 func TestRestoreMergesWindowFamilies(t *testing.T) {
 	e, c := newTrackingEngine(t)
-	c.set(epochDay + int64(12*sec))
-	nowMs := c.now().UnixMilli()
+	c.Set(time.Unix(0, epochDay+int64(12*sec)))
+	nowMs := c.Now().UnixMilli()
 	w := int64(10 * sec)
 	b0, b1 := epochDay, epochDay+w // two buckets
 	steps := []struct {

@@ -97,7 +97,7 @@ func pct(n, of int) float64 { return 100 * float64(n) / float64(max(of, 1)) }
 
 // compareSWCWithSW feeds the arrival times ts (from start) to an SW key and
 // an SWC key of the same limit and window, on a fake clock.
-func compareSWCWithSW(e *Engine, c *clock, start int64, ts []int64, q WindowQuota) comparison {
+func compareSWCWithSW(e *Engine, c *ManualClock, start int64, ts []int64, q WindowQuota) comparison {
 	sw := Rule{Key: []byte("sw"), Family: FamilySW, Window: q}
 	swc := Rule{Key: []byte("swc"), Family: FamilySWC, Window: q}
 	e.Delete(nil, sw.Key)
@@ -106,7 +106,7 @@ func compareSWCWithSW(e *Engine, c *clock, start int64, ts []int64, q WindowQuot
 	var admittedSWC []int64 // SWC's admitted times, for its worst sliding window
 	var shadow counterState // SWC's buckets holding what SW admitted
 	for _, t := range ts {
-		c.set(start + t)
+		c.Set(time.Unix(0, start+t))
 		a, _ := e.ThrottleWindow(nil, sw, 1)
 		b, _ := e.ThrottleWindow(nil, swc, 1)
 		j, _ := slidingCounter(start+t, shadow, q, 1)

@@ -15,8 +15,8 @@ func keyMemory(t *testing.T, n int, f Family, perKey int, limit int64) float64 {
 	for i := range keys {
 		keys[i] = fmt.Appendf(nil, "key:%012d", i)
 	}
-	c := &clock{t: time.Unix(0, epochDay)}
-	e := New(Options{Now: c.now, SweepInterval: -1, Shards: 128})
+	c := NewManualClock(time.Unix(0, epochDay))
+	e := New(Options{Now: c.Now, SweepInterval: -1, Shards: 128})
 	defer e.Close()
 	q := WindowQuota{Limit: limit, Window: int64(time.Hour)}
 	var before, after runtime.MemStats
@@ -25,7 +25,7 @@ func keyMemory(t *testing.T, n int, f Family, perKey int, limit int64) float64 {
 	// Round by round, every key gets one request a millisecond apart, as
 	// traffic spread over the keys would.
 	for r := range perKey {
-		c.set(epochDay + int64(r)*int64(time.Millisecond))
+		c.Set(time.Unix(0, epochDay+int64(r)*int64(time.Millisecond)))
 		for _, k := range keys {
 			var err error
 			if f == FamilyCL {

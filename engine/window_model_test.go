@@ -250,7 +250,7 @@ func checkAgainstModel(t *testing.T, f Family, model windowModel, traces, steps 
 			if tr%7 == 3 && i%5 == 4 { // a limit changed between calls
 				r.Window.Limit = 1 + rng.Int64N(q.Limit+2)
 			}
-			c.set(now)
+			c.Set(time.Unix(0, now))
 			got, err := e.ThrottleWindow(nil, r, qty)
 			if err != nil {
 				t.Fatal(err)

@@ -12,8 +12,8 @@ func TestWindowFamiliesSmoke(t *testing.T) {
 		t.Run(f.Name(), func(t *testing.T) {
 			e, c := newTestEngine(t)
 			// Align the clock to a window boundary so FW/SWC buckets start now.
-			now := c.now().UnixNano()
-			c.advance(time.Duration(10_000_000_000 - now%10_000_000_000))
+			now := c.Now().UnixNano()
+			c.Advance(time.Duration(10_000_000_000 - now%10_000_000_000))
 			r := Rule{Key: []byte("k"), Family: f, Window: WindowQuota{Limit: 3, Window: int64(10 * time.Second)}}
 			for i := int64(0); i < 3; i++ {
 				d, err := e.ThrottleWindow(nil, r, 1)
@@ -37,12 +37,12 @@ func TestWindowFamiliesSmoke(t *testing.T) {
 			if _, err := e.Throttle(nil, []byte("k"), quota, 1); err != ErrWrongType {
 				t.Errorf("CL on a %s key: %v, want ErrWrongType", f.Name(), err)
 			}
-			c.advance(10 * time.Second)
+			c.Advance(10 * time.Second)
 			d, _ = e.ThrottleWindow(nil, r, 1)
 			if f != FamilySWC && d.Limited {
 				t.Errorf("after the window: %+v", d)
 			}
-			c.advance(30 * time.Second)
+			c.Advance(30 * time.Second)
 			if _, ok := e.Get(nil, []byte("k")); ok {
 				t.Error("key outlived its window")
 			}

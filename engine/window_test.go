@@ -11,13 +11,6 @@ import (
 // start on it.
 const epochDay = int64(1_795_305_600) * 1_000_000_000
 
-// set moves the fake clock to ns nanoseconds since the epoch.
-func (c *clock) set(ns int64) {
-	c.mu.Lock()
-	c.t = time.Unix(0, ns)
-	c.mu.Unlock()
-}
-
 // never is a retry_after of -1: admitted, or never admissible.
 const never = time.Duration(-1)
 
@@ -45,7 +38,7 @@ func runWindowTable(t *testing.T, f Family, q WindowQuota, steps []windowStep) *
 	e, c := newTestEngine(t)
 	key := []byte("k")
 	for i, s := range steps {
-		c.set(epochDay + int64(s.at))
+		c.Set(time.Unix(0, epochDay+int64(s.at)))
 		r := Rule{Key: key, Family: f, Window: q}
 		if s.limit != 0 {
 			r.Window.Limit = s.limit
@@ -248,7 +241,7 @@ func TestWindowPeekNeverCreatesNorExtends(t *testing.T) {
 	for _, f := range []Family{FamilySW, FamilySWC, FamilyFW} {
 		t.Run(f.Name(), func(t *testing.T) {
 			e, c := newTrackingEngine(t)
-			c.set(epochDay + int64(3*sec))
+			c.Set(time.Unix(0, epochDay+int64(3*sec)))
 			r := Rule{Key: []byte("p"), Family: f, Window: WindowQuota{Limit: 5, Window: int64(10 * sec)}}
 			if d, err := e.ThrottleWindow(nil, r, 0); err != nil || d.Limited || d.Remaining != 5 || d.ResetAfter != 0 {
 				t.Fatalf("peek on a fresh key: %+v %v", d, err)
@@ -259,7 +252,7 @@ func TestWindowPeekNeverCreatesNorExtends(t *testing.T) {
 			e.ThrottleWindow(nil, r, 1)
 			drain(e)
 			before := e.PTTL(nil, r.Key)
-			c.advance(2 * sec)
+			c.Advance(2 * sec)
 			e.ThrottleWindow(nil, r, 0)
 			if got := e.PTTL(nil, r.Key); got != before-2000 {
 				t.Errorf("PTTL after a peek 2s later = %d, want %d", got, before-2000)
@@ -275,7 +268,7 @@ func TestWindowPeekNeverCreatesNorExtends(t *testing.T) {
 // longer limits anything; the sweep removes it and counts it.
 func TestWindowKeysExpireAndSweep(t *testing.T) {
 	e, c := newTestEngine(t)
-	c.set(epochDay)
+	c.Set(time.Unix(0, epochDay))
 	w := int64(10 * sec)
 	for _, f := range []Family{FamilySW, FamilySWC, FamilyFW} {
 		r := Rule{Key: []byte(f.Name()), Family: f, Window: WindowQuota{Limit: 5, Window: w}}
@@ -289,18 +282,18 @@ func TestWindowKeysExpireAndSweep(t *testing.T) {
 			t.Errorf("%s: PTTL %d, want %d", name, got, int64(life/msD)-1)
 		}
 	}
-	c.set(epochDay + int64(10*sec))
+	c.Set(time.Unix(0, epochDay+int64(10*sec)))
 	if n := e.Sweep(); n != 2 {
 		t.Errorf("Sweep at 10s removed %d keys, want 2 (sw, fw)", n)
 	}
 	if got := e.Counts(nil); got[FamilySWC] != 1 || len(got) != 1 {
 		t.Errorf("Counts at 10s = %v, want one swc key", got)
 	}
-	c.set(epochDay + int64(20*sec) - 1)
+	c.Set(time.Unix(0, epochDay+int64(20*sec)-1))
 	if n := e.Sweep(); n != 0 {
 		t.Errorf("Sweep at 20s-1ns removed %d keys, want 0", n)
 	}
-	c.set(epochDay + int64(20*sec))
+	c.Set(time.Unix(0, epochDay+int64(20*sec)))
 	if _, ok := e.Get(nil, []byte("swc")); ok {
 		t.Error("swc key visible at 20s")
 	}

@@ -17,24 +17,6 @@ import (
 	"github.com/cellserver/cellserver/engine"
 )
 
-// clock is a settable clock for the engine.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 // host is a commands.Host with settable counters.
 type host struct {
 	mu    sync.Mutex
@@ -67,7 +49,7 @@ func (*discard) WriteVerbatim(string)    {}
 // with the metrics handler served over HTTP.
 type rig struct {
 	t      *testing.T
-	clock  *clock
+	clock  *engine.ManualClock
 	eng    *engine.Engine
 	cmds   *commands.Commands
 	host   *host
@@ -77,8 +59,8 @@ type rig struct {
 
 func newRig(t *testing.T, maxMemory int64, opts Options) *rig {
 	t.Helper()
-	c := &clock{t: time.Unix(1_795_336_191, 0)}
-	eng := engine.New(engine.Options{Now: c.now, SweepInterval: -1, Shards: 1, MaxMemory: maxMemory})
+	c := engine.NewManualClock(time.Unix(1_795_336_191, 0))
+	eng := engine.New(engine.Options{Now: c.Now, SweepInterval: -1, Shards: 1, MaxMemory: maxMemory})
 	t.Cleanup(eng.Close)
 	h := &host{}
 	cmds := commands.New(commands.Options{Engine: eng, Host: h})
@@ -86,7 +68,7 @@ func newRig(t *testing.T, maxMemory int64, opts Options) *rig {
 	srv := httptest.NewServer(NewHandler(opts))
 	t.Cleanup(srv.Close)
 	return &rig{t: t, clock: c, eng: eng, cmds: cmds, host: h, srv: srv,
-		client: commands.NewClient(1, "127.0.0.1:50000", "127.0.0.1:6379", c.now())}
+		client: commands.NewClient(1, "127.0.0.1:50000", "127.0.0.1:6379", c.Now())}
 }
 
 // do runs one command through commands.Dispatch and returns its error
@@ -188,7 +170,7 @@ func TestScrapeAfterTraffic(t *testing.T) {
 	r.do("MULTI")
 	r.do("CL.THROTTLE", "m", "1", "1", "60")
 	r.do("EXEC")
-	r.clock.advance(2 * time.Second) // a, b, c expire
+	r.clock.Advance(2 * time.Second) // a, b, c expire
 	if n := r.eng.Sweep(); n != 3 {
 		t.Fatalf("Sweep removed %d, want 3", n)
 	}

@@ -8,7 +8,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -260,24 +259,6 @@ func hitEveryFamily(t *testing.T, e *engine.Engine, advance func(time.Duration))
 	return rules
 }
 
-// fakeClock is a settable clock for engines; safe for concurrent use.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 // peeked is a rule's answer to a peek, and its key's PTTL.
 type peeked struct {
 	key                          string
@@ -308,8 +289,8 @@ func restartThrough(t *testing.T, b engine.Backing, now time.Time, ttlSlack int6
 	// Start 5s into the minute after now's, so that the trace's buckets
 	// fall the same way on every run (and the keys' absolute expiries stay
 	// ahead of a real server's clock).
-	c := &fakeClock{t: now.Truncate(time.Minute).Add(time.Minute + 5*time.Second)}
-	clock, advance := c.now, c.advance
+	c := engine.NewManualClock(now.Truncate(time.Minute).Add(time.Minute + 5*time.Second))
+	clock, advance := c.Now, c.Advance
 	e1 := engine.New(engine.Options{SweepInterval: -1, TrackChanges: true, Now: clock})
 	defer e1.Close()
 	w1 := New(e1, b, Options{FlushInterval: time.Hour})
