@@ -67,12 +67,8 @@ func (e *Engine) ThrottleAll(tx *Txn, rules []Rule, quantity int64) (Decision, e
 	if len(rules) == 0 {
 		return Decision{}, ErrNoRules
 	}
-	for i := range rules {
-		for j := 0; j < i; j++ {
-			if string(rules[i].Key) == string(rules[j].Key) {
-				return Decision{}, ErrDuplicateKey
-			}
-		}
+	if hasDuplicateKey(rules) {
+		return Decision{}, ErrDuplicateKey
 	}
 	if tx == nil {
 		keys := make([][]byte, len(rules))
@@ -339,4 +335,28 @@ func unpin(vs []verdict, rules []Rule) {
 	for k := range vs {
 		pin(vs, rules, k, false)
 	}
+}
+
+// hasDuplicateKey reports whether two rules name the same key: pairwise
+// for a few rules, which allocates nothing, through a set for many, so that
+// a request with thousands of rules costs linear time.
+func hasDuplicateKey(rules []Rule) bool {
+	if len(rules) <= 16 {
+		for i := range rules {
+			for j := 0; j < i; j++ {
+				if string(rules[i].Key) == string(rules[j].Key) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	seen := make(map[string]struct{}, len(rules))
+	for _, r := range rules {
+		if _, dup := seen[string(r.Key)]; dup {
+			return true
+		}
+		seen[string(r.Key)] = struct{}{}
+	}
+	return false
 }

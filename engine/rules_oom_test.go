@@ -48,3 +48,21 @@ func TestThrottleAllAllOrNothingUnderMaxMemory(t *testing.T) {
 		t.Errorf("evicted %d keys, want at least 2 (pins released)", e.EvictedKeys())
 	}
 }
+
+// TestDuplicateKeyManyRules: the duplicate check finds a repeated key among
+// many rules (the set path) as among few (the pairwise path).
+func TestDuplicateKeyManyRules(t *testing.T) {
+	for _, n := range []int{3, 40, 5000} {
+		rules := make([]Rule, n)
+		for i := range rules {
+			rules[i] = Rule{Key: []byte(strings.Repeat("k", 1+i%7) + string(rune('a'+i/7%26)) + string(rune(i)))}
+		}
+		if hasDuplicateKey(rules) {
+			t.Fatalf("%d distinct keys reported as duplicates", n)
+		}
+		rules[n-1].Key = rules[0].Key
+		if !hasDuplicateKey(rules) {
+			t.Errorf("%d rules: the repeated key was not found", n)
+		}
+	}
+}

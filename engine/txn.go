@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 )
 
@@ -24,15 +25,12 @@ func (e *Engine) Begin(keys [][]byte, all bool) *Txn {
 		}
 		return tx
 	}
-	seen := make(map[int]bool, len(keys))
+	tx.held = make([]int, 0, len(keys))
 	for _, k := range keys {
-		i := e.shardIndex(k)
-		if !seen[i] {
-			seen[i] = true
-			tx.held = append(tx.held, i)
-		}
+		tx.held = append(tx.held, e.shardIndex(k))
 	}
 	sort.Ints(tx.held)
+	tx.held = slices.Compact(tx.held)
 	for _, i := range tx.held {
 		e.shards[i].mu.Lock()
 	}
@@ -51,9 +49,6 @@ func (tx *Txn) End() {
 		tx.e.shards[tx.held[j]].mu.Unlock()
 	}
 }
-
-// HoldsAll reports whether the transaction locked every shard.
-func (tx *Txn) HoldsAll() bool { return tx.all }
 
 // mustHold panics if the transaction did not lock shard i: a command touched
 // a key it did not declare, which is a bug in the command table.
