@@ -41,6 +41,10 @@ type Client struct {
 	// ctx and errs are reused by every command, so dispatch allocates nothing.
 	ctx  Context
 	errs errorCounter
+	// last is the command the client sent last (a top-level command, not a
+	// subcommand): a client usually sends the same command again, and
+	// comparing its name is cheaper than a table lookup.
+	last *Command
 }
 
 // NewClient returns the state of a connection that has just been accepted.

@@ -68,7 +68,8 @@ type Context struct {
 	// Tx is the transaction the command runs in (inside EXEC), or nil.
 	Tx *engine.Txn
 
-	cmds *Commands
+	cmds    *Commands
+	metrics *commandMetrics // the running command's, or nil
 }
 
 // Engine returns the keyspace.
@@ -115,7 +116,7 @@ func (c *Commands) Dispatch(w Writer, cl *Client, args [][]byte) {
 	if len(args) == 0 {
 		return
 	}
-	cmd, msg := c.resolve(args)
+	cmd, msg := c.resolveFor(cl, args)
 	if cmd == nil {
 		c.reject(w, cl, nil, msg)
 		return
@@ -140,6 +141,35 @@ func (c *Commands) Dispatch(w Writer, cl *Client, args [][]byte) {
 	c.run(ctx, ew, cmd, args)
 }
 
+// resolveFor is resolve, trying first the command cl sent last.
+func (c *Commands) resolveFor(cl *Client, args [][]byte) (*Command, string) {
+	if last := cl.last; last != nil && len(last.Sub) == 0 && equalFoldASCII(args[0], last.Name) {
+		return last, ""
+	}
+	cmd, msg := c.resolve(args)
+	if cmd != nil && len(cmd.Sub) == 0 && equalFoldASCII(args[0], cmd.Name) {
+		cl.last = cmd
+	}
+	return cmd, msg
+}
+
+// equalFoldASCII reports whether b equals lower, a lower-case name, in any
+// ASCII case.
+func equalFoldASCII(b []byte, lower string) bool {
+	if len(b) != len(lower) {
+		return false
+	}
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
+}
+
 // resolve finds the table row for args: the command, or for a container
 // (CLIENT, CONFIG, COMMAND) given a subcommand, the subcommand's row, as
 // Redis 7 looks commands up. It returns the error text when there is none.
@@ -162,14 +192,18 @@ func (c *Commands) resolve(args [][]byte) (*Command, string) {
 }
 
 // run calls the handler and counts the call, its time and its outcome.
+// The clock is read twice: once before and once after the handler.
 func (c *Commands) run(ctx *Context, ew *errorCounter, cmd *Command, args [][]byte) {
+	o := c.observer()
+	ctx.metrics = o.byCommand[cmd]
 	start := time.Now()
 	cmd.Run(ctx, ew, args)
-	c.observe(ctx, cmd, args, start, ew.errors)
+	d := time.Since(start)
+	c.observe(ctx, o, cmd, args, d, ew.errors)
 	c.processed.Add(1)
 	st := &cmd.stats
 	st.calls.Add(1)
-	st.usec.Add(time.Since(start).Microseconds())
+	st.usec.Add(d.Microseconds())
 	if ew.errors > 0 {
 		st.failed.Add(1)
 		c.errors.Add(1)

@@ -113,7 +113,6 @@ func (m *commandMetrics) record(d time.Duration, errors int) {
 // slow log. It is built once per Commands, on first use.
 type observer struct {
 	byCommand map[*Command]*commandMetrics // read-only once built
-	byName    map[string]*commandMetrics   // read-only once built
 	ordered   []*commandMetrics            // by name
 	slowlog   *slowlog                     // nil when the slow log keeps nothing
 }
@@ -132,7 +131,6 @@ func (c *Commands) observer() *observer {
 func (c *Commands) newObserver() *observer {
 	o := &observer{
 		byCommand: make(map[*Command]*commandMetrics),
-		byName:    make(map[string]*commandMetrics),
 		slowlog:   newSlowlog(c.opts.SlowlogLogSlowerThan, c.opts.SlowlogMaxLen),
 	}
 	deciding := make(map[string]bool)
@@ -142,7 +140,6 @@ func (c *Commands) newObserver() *observer {
 	add := func(cmd *Command) {
 		m := &commandMetrics{name: cmd.Name, decides: deciding[cmd.Name]}
 		o.byCommand[cmd] = m
-		o.byName[cmd.Name] = m
 		o.ordered = append(o.ordered, m)
 	}
 	for _, cmd := range c.table.sorted {
@@ -156,12 +153,10 @@ func (c *Commands) newObserver() *observer {
 }
 
 // observe records what a command took, for the slow log and metrics.
-// For a command that is not slow it costs a clock reading, a map lookup and
-// a few atomic additions, and allocates nothing.
-func (c *Commands) observe(ctx *Context, cmd *Command, args [][]byte, start time.Time, errors int) {
-	d := time.Since(start)
-	o := c.observer()
-	if m := o.byCommand[cmd]; m != nil {
+// For a command that is not slow it costs a few atomic additions and
+// allocates nothing.
+func (c *Commands) observe(ctx *Context, o *observer, cmd *Command, args [][]byte, d time.Duration, errors int) {
+	if m := ctx.metrics; m != nil {
 		m.record(d, errors)
 	}
 	if sl := o.slowlog; sl != nil && d >= sl.threshold {
@@ -169,11 +164,11 @@ func (c *Commands) observe(ctx *Context, cmd *Command, args [][]byte, start time
 	}
 }
 
-// countDecision counts the answer of the deciding command called name
+// countDecision counts the answer of the running deciding command
 // (CL.THROTTLE): allowed, or limited. Its handler calls it as it writes the
 // answer; observe counts the call's time and any error.
-func (ctx *Context) countDecision(name string, limited bool) {
-	m := ctx.cmds.observer().byName[name]
+func (ctx *Context) countDecision(limited bool) {
+	m := ctx.metrics
 	switch {
 	case m == nil:
 	case limited:

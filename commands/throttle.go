@@ -52,14 +52,14 @@ func clThrottle(ctx *Context, w Writer, args [][]byte) {
 	case err != nil:
 		w.WriteError("ERR " + err.Error())
 	default:
-		writeResult(ctx, w, "cl.throttle", res)
+		writeResult(ctx, w, res)
 	}
 }
 
 // writeResult writes a throttle decision as CL.THROTTLE's five integers,
-// and counts it, allowed or limited, for the command called name.
-func writeResult(ctx *Context, w Writer, name string, r engine.Result) {
-	ctx.countDecision(name, r.Limited)
+// and counts it, allowed or limited, for the running command.
+func writeResult(ctx *Context, w Writer, r engine.Result) {
+	ctx.countDecision(r.Limited)
 	limited := int64(0)
 	if r.Limited {
 		limited = 1

@@ -77,7 +77,7 @@ func throttleAll(ctx *Context, w Writer, args [][]byte) {
 		w.WriteError(engineErrorText(err))
 		return
 	}
-	writeDecision(ctx, w, "throttle.all", d, a.millis)
+	writeDecision(ctx, w, d, a.millis)
 }
 
 // throttleAllKeys returns THROTTLE.ALL's keys, one per rule, or none when

@@ -67,7 +67,7 @@ func windowThrottle(f engine.Family, name string) Handler {
 			w.WriteError(engineErrorText(err))
 			return
 		}
-		writeDecision(ctx, w, name, d, a.millis)
+		writeDecision(ctx, w, d, a.millis)
 	}
 }
 
@@ -164,13 +164,13 @@ func windowUnit(suffix []byte) int64 {
 
 // writeDecision writes a window or THROTTLE.ALL decision in CL.THROTTLE's
 // shape, times in seconds rounded up or, with millis, in milliseconds, and
-// counts it as allowed or limited for the command called name.
-func writeDecision(ctx *Context, w Writer, name string, d engine.Decision, millis bool) {
+// counts it as allowed or limited for the running command.
+func writeDecision(ctx *Context, w Writer, d engine.Decision, millis bool) {
 	r := d.Seconds()
 	if millis {
 		r = d.Millis()
 	}
-	writeResult(ctx, w, name, r)
+	writeResult(ctx, w, r)
 }
 
 // engineErrorText is the reply to an error from ThrottleWindow or
