@@ -1,6 +1,10 @@
 package commands
 
-import "time"
+import (
+	"time"
+
+	"github.com/cellserver/cellserver/engine"
+)
 
 // Client is the state of one connection that commands read and change. The
 // server creates one per connection and owns it; it is used by one goroutine
@@ -45,6 +49,9 @@ type Client struct {
 	// subcommand): a client usually sends the same command again, and
 	// comparing its name is cheaper than a table lookup.
 	last *Command
+	// rules is THROTTLE.ALL's buffer of parsed rules, kept between calls so
+	// that parsing allocates nothing; empty when not in use.
+	rules []engine.Rule
 }
 
 // NewClient returns the state of a connection that has just been accepted.
@@ -75,4 +82,18 @@ func (c *Client) userName() string {
 		return defaultUser
 	}
 	return c.User
+}
+
+// maxKeptRules is the most parsed rules a client keeps a buffer for between
+// THROTTLE.ALL calls; a bigger request's buffer is left to the GC.
+const maxKeptRules = 64
+
+// keepRules keeps rules' array for the client's next THROTTLE.ALL, emptied
+// so that it holds no request's bytes.
+func (cl *Client) keepRules(rules []engine.Rule) {
+	clear(rules)
+	if cap(rules) > maxKeptRules {
+		rules = nil
+	}
+	cl.rules = rules[:0]
 }

@@ -63,7 +63,8 @@ func isThrottleAllWord(b []byte) bool {
 
 func throttleAll(ctx *Context, w Writer, args [][]byte) {
 	// >> Args
-	a, msg := parseThrottleAll(args)
+	a, msg := parseThrottleAll(args, ctx.Client.rules[:0])
+	defer ctx.Client.keepRules(a.rules)
 	if msg != "" {
 		w.WriteError(msg)
 		return
@@ -83,7 +84,7 @@ func throttleAll(ctx *Context, w Writer, args [][]byte) {
 // throttleAllKeys returns THROTTLE.ALL's keys, one per rule, or none when
 // the arguments are not valid (the handler then touches no key).
 func throttleAllKeys(args [][]byte) [][]byte {
-	a, msg := parseThrottleAll(args)
+	a, msg := parseThrottleAll(args, nil)
 	if msg != "" {
 		return nil
 	}
@@ -98,9 +99,10 @@ func throttleAllKeys(args [][]byte) [][]byte {
 // command's name). Where a rule may start, a word is a rule family (CL, SW,
 // SWC, FW) or an option (QUANTITY n, MS), in any case; a rule's fields are
 // positional, so a key may be any bytes. It returns the error text when the
-// arguments are not valid.
-func parseThrottleAll(args [][]byte) (throttleAllArgs, string) {
-	a := throttleAllArgs{quantity: 1}
+// arguments are not valid. The rules are appended to rules, which may be a
+// reused buffer.
+func parseThrottleAll(args [][]byte, rules []engine.Rule) (throttleAllArgs, string) {
+	a := throttleAllArgs{quantity: 1, rules: rules}
 	var seen map[string]int // rules' keys to their index, once there are many
 	for i := 1; i < len(args); {
 		word := args[i]

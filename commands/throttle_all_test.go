@@ -190,3 +190,28 @@ func TestThrottleAllManyRules(t *testing.T) {
 		t.Errorf("after: %q, want %q", got, want)
 	}
 }
+
+// TestThrottleAllParsingAllocatesNothing checks that THROTTLE.ALL parses
+// its rules into the client's kept buffer: what allocates is the engine's
+// transaction, not the parsing.
+func TestThrottleAllParsingAllocatesNothing(t *testing.T) {
+	args := [][]byte{[]byte("THROTTLE.ALL"), []byte("SW"), []byte("a"), []byte("10"), []byte("1s"),
+		[]byte("FW"), []byte("b"), []byte("100"), []byte("1m")}
+	cl := &Client{}
+	allocs := testing.AllocsPerRun(1000, func() {
+		a, msg := parseThrottleAll(args, cl.rules[:0])
+		if msg != "" || len(a.rules) != 2 {
+			t.Fatalf("parse: %q, %d rules", msg, len(a.rules))
+		}
+		cl.keepRules(a.rules)
+	})
+	if allocs != 0 {
+		t.Errorf("parsing THROTTLE.ALL: %v allocs, want 0", allocs)
+	}
+	if len(cl.rules) != 0 || cap(cl.rules) < 2 {
+		t.Errorf("kept buffer: len %d cap %d, want empty with room for 2", len(cl.rules), cap(cl.rules))
+	}
+	if r := cl.rules[:2]; r[0].Key != nil || r[1].Key != nil {
+		t.Error("kept buffer still holds the request's keys")
+	}
+}
