@@ -192,13 +192,12 @@ func (c *Commands) resolve(args [][]byte) (*Command, string) {
 }
 
 // run calls the handler and counts the call, its time and its outcome.
-// The clock is read twice: once before and once after the handler.
 func (c *Commands) run(ctx *Context, ew *errorCounter, cmd *Command, args [][]byte) {
 	o := c.observer()
 	ctx.metrics = o.byCommand[cmd]
-	start := time.Now()
+	start := ctx.Client.commandStart()
 	cmd.Run(ctx, ew, args)
-	d := time.Since(start)
+	d := ctx.Client.commandEnd(start)
 	c.observe(ctx, o, cmd, args, d, ew.errors)
 	c.processed.Add(1)
 	st := &cmd.stats

@@ -1,6 +1,8 @@
 package commands
 
 import (
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -155,3 +157,21 @@ func (discardWriter) WriteSet(int)           {}
 func (discardWriter) WriteNull()             {}
 func (discardWriter) WriteNullArray()        {}
 func (discardWriter) WriteVerbatim(string)   {}
+
+// BenchmarkDispatchCLThrottleParallel dispatches from one client per
+// goroutine, each on its own key, as connections on several cores do: what
+// the clients share (counters, the table) shows here.
+func BenchmarkDispatchCLThrottleParallel(b *testing.B) {
+	h := newHarness(&testing.T{})
+	var ids atomic.Int64
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		id := ids.Add(1)
+		cl := NewClient(id, "127.0.0.1:50000", "127.0.0.1:6379", h.clock.Now())
+		args := [][]byte{[]byte("CL.THROTTLE"), fmt.Appendf(nil, "user%d", id), []byte("15"), []byte("30"), []byte("60"), []byte("0")}
+		w := discardWriter{}
+		for pb.Next() {
+			h.cmds.Dispatch(w, cl, args)
+		}
+	})
+}
