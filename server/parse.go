@@ -258,11 +258,6 @@ func (x *number) add(c byte) {
 	}
 }
 
-// within reports whether the number may still turn out to be in 0..max.
-func (x *number) within(max int64) bool {
-	return !x.bad && !x.neg && x.v <= uint64(max)
-}
-
 // value returns the number, and false if the bytes are not one.
 func (x *number) value() (int64, bool) {
 	switch {

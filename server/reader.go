@@ -48,9 +48,6 @@ func newRequestReader(lim limits) requestReader {
 	return requestReader{lim: lim}
 }
 
-// buffered reports whether bytes not yet parsed are held.
-func (rd *requestReader) buffered() bool { return rd.r < rd.w }
-
 // room returns where the next read goes: free space at the end of the
 // buffer, at least minReadRoom, made by moving the unparsed bytes to the
 // buffer's start or, when they fill more than half of it, by doubling it.
