@@ -24,7 +24,7 @@ const (
 	DefaultTLSHandshakeTimeout = 10 * time.Second
 )
 
-// maxProtoBulkLen bounds Config.ProtoMaxBulkLen so that no offset redcon
+// maxProtoBulkLen bounds Config.ProtoMaxBulkLen so that no offset the reader
 // computes from a length header can overflow an int.
 const maxProtoBulkLen = math.MaxInt / 4
 
@@ -41,11 +41,11 @@ type Handler interface {
 
 // Authenticator is implemented by a Handler whose clients may have to
 // authenticate (commands.Commands does). Until AuthRequired reports false
-// for a client, the server frames its requests under Redis's limits for
+// for a client, the server parses its requests under Redis's limits for
 // unauthenticated clients (at most 10 arguments, of at most 16 KiB each; a
 // bigger request is a protocol error that closes the connection) and one
 // request at a time, so that an AUTH takes effect before the next request
-// is framed. AuthRequired is called on the client's goroutine.
+// is parsed. AuthRequired is called on the client's goroutine.
 type Authenticator interface {
 	AuthRequired(c *commands.Client) bool
 }
@@ -90,7 +90,7 @@ type Config struct {
 	Now func() time.Time
 
 	// TLS, when set, makes the server speak TLS: every connection is
-	// handshaken before it counts as a client, and the protocol guard and
+	// handshaken before it counts as a client, and the request parser and
 	// the commands see the decrypted bytes. nil means plain TCP. LoadTLS
 	// builds one from certificate files. Handshakes run off the accept
 	// loop, at most MaxClients at once, so a slow or silent client delays

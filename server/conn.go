@@ -1,117 +1,134 @@
 package server
 
 import (
-	"context"
+	"errors"
 	"fmt"
-	"log/slog"
+	"net"
 	"runtime/debug"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/cellserver/cellserver/commands"
-	"github.com/tidwall/redcon"
 )
 
 // maxNameInError is how much of a command name an error reply repeats.
 const maxNameInError = 128
 
-// conn is one client connection: its state, its reply writer and the
-// snapshot of its state that other goroutines read.
+// maxBatchReply is how many reply bytes a batch may buffer before they are
+// flushed in the middle of it, so that a pipeline of commands with big
+// replies does not make the server hold all of them at once.
+const maxBatchReply = 64 << 10
+
+// publishEvery is how stale the LastActive that other clients see (CLIENT
+// LIST's idle=, in whole seconds) may be, so that a client running command
+// after command does not copy its state for them after each one.
+const publishEvery = 100 * time.Millisecond
+
+// errQuit ends a connection that ran QUIT.
+var errQuit = errors.New("server: client quit")
+
+// conn is one client connection: its socket, the requests it has sent, its
+// state, its reply writer and the snapshot of its state that other
+// goroutines read. Its goroutine runs serve.
 type conn struct {
-	srv    *Server
-	guard  *guardConn
-	client *commands.Client // used by the connection's goroutine only
-	w      replyWriter
-	quit   bool // QUIT ran: the rest of the batch is dropped
+	srv *Server
+	nc  net.Conn // with TLS, the *tls.Conn: the bytes here are decrypted
 
-	mu   sync.Mutex // guards snap
-	snap commands.ClientInfo
+	// Used by the connection's goroutine only.
+	client  *commands.Client
+	rd      requestReader
+	w       replyWriter
+	readErr error // the socket's read error, returned once the bytes before it have run
+
+	// Set before the connection's goroutine starts, then read-only.
+	idleTimeout  time.Duration // Config.IdleTimeout; 0 for none
+	authRequired func() bool   // whether the client must still authenticate; nil: never
+
+	mu      sync.Mutex // guards the fields below
+	snap    commands.ClientInfo
+	idle    bool // blocked reading the socket, every reply flushed
+	closing bool // Shutdown asked to close between two batches
+	closed  bool
 }
 
-// accept is redcon's accept callback: it registers the new connection, or
-// refuses it while shutting down or at MaxClients.
-func (s *Server) accept(rc redcon.Conn) bool {
-	g, ok := rc.NetConn().(*guardConn)
-	if !ok { // cannot happen: every connection comes from guardListener
-		return false
-	}
-	now := s.cfg.Now()
-	s.mu.Lock()
-	if s.shutdown {
-		s.mu.Unlock()
-		return false
-	}
-	if len(s.conns) >= s.cfg.MaxClients {
-		s.rejected++
-		s.mu.Unlock()
-		rc.WriteError("ERR max number of clients reached") // flushed as redcon closes
-		if s.log.Enabled(context.Background(), slog.LevelDebug) {
-			s.log.Debug("server: connection rejected: max number of clients reached", "addr", rc.RemoteAddr())
+// serve runs the connection until it ends. Each read from the socket
+// brings a batch of requests: every complete one is parsed in place, run,
+// and the replies are flushed with one write before the next read, as
+// Redis does. A request cut by the end of a read waits in the buffer for
+// the rest.
+func (c *conn) serve() {
+	var err error
+	defer func() {
+		if p := recover(); p != nil { // a bug here must not take the server down
+			c.srv.log.Error("server: connection panicked; it is closed and the server keeps serving",
+				"id", c.client.ID, "addr", c.client.Addr, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			err = fmt.Errorf("server: panic: %v", p)
 		}
-		return false
-	}
-	if s.cfg.ProtectedMode && !s.cfg.PasswordSet && protectedModeDenies(s.ln.Addr(), g.RemoteAddr()) {
-		s.rejected++
-		s.mu.Unlock()
-		rc.WriteError(msgDenied) // flushed as redcon closes
-		if s.log.Enabled(context.Background(), slog.LevelDebug) {
-			s.log.Debug("server: connection rejected: protected mode", "addr", rc.RemoteAddr())
+		_ = c.close()
+		c.srv.closed(c, err)
+	}()
+	for err == nil {
+		err = c.runBatch()
+		if ferr := c.w.flush(); err == nil {
+			err = ferr
 		}
-		return false
-	}
-	id := s.nextID.Add(1)
-	client := commands.NewClient(id, rc.RemoteAddr(), g.LocalAddr().String(), now)
-	c := &conn{srv: s, guard: g, client: client}
-	if auth, ok := s.cfg.Handler.(Authenticator); ok {
-		g.authRequired = func() bool { return auth.AuthRequired(client) }
-	}
-	c.w = replyWriter{out: redcon.BaseWriter(rc), client: client}
-	c.snap = commands.ClientInfo{Client: *client}
-	s.conns[c] = struct{}{}
-	s.total++
-	s.mu.Unlock()
-
-	rc.SetContext(c)
-	if s.log.Enabled(context.Background(), slog.LevelDebug) {
-		s.log.Debug("server: connection accepted", "id", id, "addr", client.Addr)
-	}
-	return true
-}
-
-// closed is redcon's callback for a connection that has ended.
-func (s *Server) closed(rc redcon.Conn, err error) {
-	c, ok := rc.Context().(*conn)
-	if !ok {
-		return
-	}
-	s.mu.Lock()
-	delete(s.conns, c)
-	s.checkDrainedLocked()
-	s.mu.Unlock()
-	if s.log.Enabled(context.Background(), slog.LevelDebug) {
-		if err != nil {
-			s.log.Debug("server: connection closed", "id", c.client.ID, "addr", c.client.Addr, "err", err)
-		} else {
-			s.log.Debug("server: connection closed", "id", c.client.ID, "addr", c.client.Addr)
+		if err == nil {
+			err = c.read()
 		}
 	}
 }
 
-// serveCommand is redcon's handler: it runs one command of a batch.
-func (s *Server) serveCommand(rc redcon.Conn, cmd redcon.Command) {
-	c, ok := rc.Context().(*conn)
-	if !ok || c.quit {
-		return
-	}
-	c.run(cmd.Args)
-	c.publish()
-	if c.client.Close {
-		// QUIT: its reply is flushed, the rest of the batch dropped.
-		c.quit = true
-		rc.ReadPipeline()
-		_ = rc.Close()
+// runBatch runs every complete request in the buffer. It returns an error
+// when the connection is to end once the replies are flushed: after QUIT,
+// or after a protocol error, whose reply it has written.
+func (c *conn) runBatch() error {
+	defer c.publish()
+	for {
+		unauth := c.authRequired != nil && c.authRequired()
+		args, st, msg := c.rd.parse(unauth)
+		switch st {
+		case needMore:
+			return nil
+		case violation:
+			c.w.WriteError("ERR Protocol error: " + msg) // CR and LF become spaces
+			return &protocolError{msg: msg}
+		}
+		c.run(args)
+		if c.client.Close {
+			return errQuit // its reply is flushed, the rest dropped
+		}
+		if c.w.buffered() > maxBatchReply {
+			if err := c.w.flush(); err != nil {
+				return err
+			}
+		}
 	}
 }
+
+// read reads the next bytes from the socket into the buffer. A read error
+// is returned once the bytes read with it have run.
+func (c *conn) read() error {
+	if c.readErr != nil {
+		return c.readErr
+	}
+	c.rd.shrink()
+	n, err := c.readSocket(c.rd.room())
+	c.rd.filled(n)
+	if err != nil {
+		if n == 0 {
+			return err
+		}
+		c.readErr = err
+	}
+	return nil
+}
+
+// protocolError ends a connection that broke the protocol; the client has
+// been sent "-ERR Protocol error: ...".
+type protocolError struct{ msg string }
+
+func (e *protocolError) Error() string { return "Protocol error: " + e.msg }
 
 // run dispatches one command, recovering from a panic in it.
 func (c *conn) run(args [][]byte) {
@@ -148,10 +165,21 @@ func commandName(args [][]byte) string {
 	return strings.ToLower(string(name))
 }
 
-// publish copies the client's state for Host.Clients.
+// publish copies the client's state for Host.Clients when a field that
+// CLIENT LIST or INFO shows has changed, or LastActive has moved on by
+// publishEvery; a client running the same command again and again copies
+// it at most that often. Only this goroutine writes snap, so it reads it
+// without the lock.
 func (c *conn) publish() {
+	cl, s := c.client, &c.snap.Client
+	if cl.LastCommand == s.LastCommand && cl.Name == s.Name && cl.Proto == s.Proto &&
+		cl.User == s.User && cl.Authenticated == s.Authenticated && cl.InMulti() == s.InMulti() &&
+		cl.LibName == s.LibName && cl.LibVer == s.LibVer && cl.Close == s.Close &&
+		cl.LastActive.Sub(s.LastActive) < publishEvery {
+		return
+	}
 	c.mu.Lock()
-	c.snap.Client = *c.client
+	c.snap.Client = *cl
 	c.mu.Unlock()
 }
 

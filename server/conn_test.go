@@ -6,14 +6,13 @@ import (
 	"time"
 
 	"github.com/cellserver/cellserver/commands"
-	"github.com/tidwall/redcon"
 )
 
 // newTestConn returns a connection's command path over a discarding writer.
 func newTestConn(h Handler) *conn {
 	s := New(Config{Handler: h, Logger: newTestLogger()})
 	client := commands.NewClient(1, "127.0.0.1:1", "127.0.0.1:2", time.Unix(1700000000, 0))
-	return &conn{srv: s, client: client, w: replyWriter{out: redcon.NewWriter(io.Discard), client: client}}
+	return &conn{srv: s, client: client, w: replyWriter{dst: io.Discard, client: client}}
 }
 
 func TestCommandPathAllocatesNothing(t *testing.T) {
@@ -26,7 +25,7 @@ func TestCommandPathAllocatesNothing(t *testing.T) {
 	allocs := testing.AllocsPerRun(1000, func() {
 		c.run(args)
 		c.publish()
-		_ = c.w.out.Flush()
+		_ = c.w.flush()
 	})
 	if allocs != 0 {
 		t.Errorf("%v allocations per command, want 0", allocs)
@@ -44,6 +43,6 @@ func BenchmarkCommandPath(b *testing.B) {
 	for b.Loop() {
 		c.run(args)
 		c.publish()
-		_ = c.w.out.Flush()
+		_ = c.w.flush()
 	}
 }

@@ -1,7 +1,5 @@
 package server
 
-import "strconv"
-
 // splitInline splits an inline request into arguments exactly as Redis's
 // sdssplitargs does, appending their bytes to words and where each ends to
 // ends. Arguments are separated by blanks; "double quotes" take the escapes
@@ -117,22 +115,4 @@ func unescape(c byte) byte {
 		return '\a'
 	}
 	return c
-}
-
-// appendMultibulk appends the RESP request made of the arguments in words,
-// argument i ending at ends[i].
-func appendMultibulk(b, words []byte, ends []int) []byte {
-	b = append(b, '*')
-	b = strconv.AppendInt(b, int64(len(ends)), 10)
-	b = append(b, '\r', '\n')
-	start := 0
-	for _, end := range ends {
-		b = append(b, '$')
-		b = strconv.AppendInt(b, int64(end-start), 10)
-		b = append(b, '\r', '\n')
-		b = append(b, words[start:end]...)
-		b = append(b, '\r', '\n')
-		start = end
-	}
-	return b
 }

@@ -12,25 +12,17 @@ import (
 // errStopped is acceptRaw's report that the server stopped accepting.
 var errStopped = errors.New("server: stopped accepting")
 
-// guardListener hands redcon guarded connections, retries failed accepts
-// with a backoff instead of letting redcon spin, and once the server stops
-// accepting, holds redcon's accept loop until every connection is done:
-// redcon closes all its connections when that loop ends, which would cut
-// off the batches a graceful shutdown lets finish. With TLS, it runs the
-// handshakes on goroutines of their own and hands redcon only connections
-// whose handshake succeeded, so redcon's accept loop never waits on a
-// client.
-type guardListener struct {
+// listener hands Serve's accept loop new connections, retrying failed
+// accepts with a backoff instead of spinning. With TLS, it runs the
+// handshakes on goroutines of their own and hands over only connections
+// whose handshake succeeded, so the accept loop never waits on a client.
+type listener struct {
 	net.Listener
-	lim  limits
-	log  *slog.Logger
-	idle time.Duration // Config.IdleTimeout
+	log *slog.Logger
 
 	stop      chan struct{} // closed when the server stops accepting
-	release   chan struct{} // closed when Accept may report the end
 	stopOnce  sync.Once
 	closeErr  error // from closing the listener, set under stopOnce
-	relOnce   sync.Once
 	failedMu  sync.Mutex
 	failedErr error // the accept error that ended serving, if not a shutdown
 
@@ -38,7 +30,7 @@ type guardListener struct {
 	tls        *tls.Config           // nil for plain TCP
 	hsTimeout  time.Duration         // Config.TLSHandshakeTimeout
 	hsSlots    chan struct{}         // one token per handshake in progress
-	handshaken chan net.Conn         // connections ready for Accept
+	handshaken chan net.Conn         // connections ready for next
 	acceptEnd  chan struct{}         // closed when acceptTLS's loop ends
 	hsWG       sync.WaitGroup        // acceptTLS and every handshake
 	hsMu       sync.Mutex            // guards hsConns, hsStopped
@@ -46,12 +38,9 @@ type guardListener struct {
 	hsStopped  bool
 }
 
-// newGuardListener wraps ln; cfg has its defaults filled in.
-func newGuardListener(ln net.Listener, cfg Config, lim limits, log *slog.Logger) *guardListener {
-	l := &guardListener{
-		Listener: ln, lim: lim, log: log, idle: cfg.IdleTimeout,
-		stop: make(chan struct{}), release: make(chan struct{}),
-	}
+// newListener wraps ln; cfg has its defaults filled in.
+func newListener(ln net.Listener, cfg Config, log *slog.Logger) *listener {
+	l := &listener{Listener: ln, log: log, stop: make(chan struct{})}
 	if cfg.TLS != nil {
 		l.tls = cfg.TLS
 		l.hsTimeout = cfg.TLSHandshakeTimeout
@@ -65,37 +54,25 @@ func newGuardListener(ln net.Listener, cfg Config, lim limits, log *slog.Logger)
 
 // start starts the TLS accept loop, if any. Serve calls it once, before
 // Shutdown or Close can wait for it.
-func (l *guardListener) start() {
+func (l *listener) start() {
 	if l.tls != nil {
 		l.hsWG.Add(1)
 		go l.acceptTLS()
 	}
 }
 
-// Accept returns the next connection, guarded.
-func (l *guardListener) Accept() (net.Conn, error) {
-	var nc net.Conn
-	var err error
+// next returns the next connection (handshaken, with TLS), errStopped
+// once the server stops accepting, or the error that ends serving.
+func (l *listener) next() (net.Conn, error) {
 	if l.tls != nil {
-		nc, err = l.nextHandshaken()
-	} else {
-		nc, err = l.acceptRaw()
+		return l.nextHandshaken()
 	}
-	switch {
-	case errors.Is(err, errStopped):
-		<-l.release
-		return nil, net.ErrClosed
-	case err != nil:
-		return nil, err
-	}
-	g := newGuardConn(nc, l.lim)
-	g.idleTimeout = l.idle
-	return g, nil
+	return l.acceptRaw()
 }
 
 // acceptRaw returns the next connection from the socket, or errStopped once
 // the server stops accepting, or the error that ends serving.
-func (l *guardListener) acceptRaw() (net.Conn, error) {
+func (l *listener) acceptRaw() (net.Conn, error) {
 	var delay time.Duration
 	for {
 		nc, err := l.Listener.Accept()
@@ -125,14 +102,9 @@ func (l *guardListener) acceptRaw() (net.Conn, error) {
 	}
 }
 
-// Close stops accepting; redcon calls it when its accept loop ends.
-func (l *guardListener) Close() error {
-	return l.stopAccepting()
-}
-
 // stopAccepting closes the listener once, and every connection still
-// handshaking; Accept then waits for releaseAccept.
-func (l *guardListener) stopAccepting() error {
+// handshaking; next then reports errStopped.
+func (l *listener) stopAccepting() error {
 	l.stopOnce.Do(func() {
 		close(l.stop)
 		l.closeErr = l.Listener.Close()
@@ -148,20 +120,14 @@ func (l *guardListener) stopAccepting() error {
 	return l.closeErr
 }
 
-// releaseAccept lets a held Accept report the listener closed, which ends
-// redcon's accept loop.
-func (l *guardListener) releaseAccept() {
-	l.relOnce.Do(func() { close(l.release) })
-}
-
 // waitHandshakes waits until the TLS accept loop and every handshake have
 // ended; call it after stopAccepting.
-func (l *guardListener) waitHandshakes() {
+func (l *listener) waitHandshakes() {
 	l.hsWG.Wait()
 }
 
 // failed returns the accept error that ended serving without a shutdown.
-func (l *guardListener) failed() error {
+func (l *listener) failed() error {
 	l.failedMu.Lock()
 	defer l.failedMu.Unlock()
 	return l.failedErr
@@ -169,7 +135,7 @@ func (l *guardListener) failed() error {
 
 // nextHandshaken returns the next connection whose TLS handshake
 // succeeded, or errStopped, or the error that ended accepting.
-func (l *guardListener) nextHandshaken() (net.Conn, error) {
+func (l *listener) nextHandshaken() (net.Conn, error) {
 	select {
 	case nc := <-l.handshaken:
 		return nc, nil
@@ -188,7 +154,7 @@ func (l *guardListener) nextHandshaken() (net.Conn, error) {
 // acceptTLS accepts connections and starts a handshake for each, at most
 // cap(hsSlots) at once: beyond that, it waits for one to end, leaving new
 // clients in the kernel's backlog.
-func (l *guardListener) acceptTLS() {
+func (l *listener) acceptTLS() {
 	defer l.hsWG.Done()
 	defer close(l.acceptEnd)
 	for {
@@ -217,8 +183,8 @@ func (l *guardListener) acceptTLS() {
 }
 
 // handshake runs one TLS handshake within hsTimeout and hands the
-// connection to Accept, or closes it.
-func (l *guardListener) handshake(nc net.Conn) {
+// connection to next, or closes it.
+func (l *listener) handshake(nc net.Conn) {
 	defer l.hsWG.Done()
 	defer func() { <-l.hsSlots }()
 

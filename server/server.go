@@ -7,8 +7,6 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
-
-	"github.com/tidwall/redcon"
 )
 
 // ErrServerClosed is returned by Serve and ListenAndServe after Shutdown or
@@ -27,7 +25,7 @@ type Server struct {
 	nextID atomic.Int64 // the last client id given out
 
 	mu        sync.Mutex // guards the fields below
-	ln        *guardListener
+	ln        *listener
 	shutdown  bool // Shutdown or Close has been called
 	conns     map[*conn]struct{}
 	total     int64         // connections accepted
@@ -69,10 +67,11 @@ func (s *Server) ListenAndServe() error {
 
 // Serve accepts connections on ln, serving each on its own goroutine, until
 // Shutdown or Close, after which it returns ErrServerClosed; it closes ln.
-// It returns another error only if ln fails. A Server serves one listener:
+// It returns another error only if ln fails, after closing every
+// connection. A Server serves one listener:
 // a second Serve fails.
 func (s *Server) Serve(ln net.Listener) error {
-	gl := newGuardListener(ln, s.cfg, s.lim, s.log)
+	l := newListener(ln, s.cfg, s.log)
 	s.mu.Lock()
 	switch {
 	case s.shutdown:
@@ -83,25 +82,27 @@ func (s *Server) Serve(ln net.Listener) error {
 		s.mu.Unlock()
 		return errAlreadyServing
 	}
-	s.ln = gl
-	gl.start()
+	s.ln = l
+	l.start()
 	s.mu.Unlock()
 
-	err := redcon.Serve(gl, s.serveCommand, s.accept, s.closed)
-	gl.waitHandshakes() // redcon has closed gl: they are ending
-
-	s.mu.Lock()
-	shut := s.shutdown
-	s.mu.Unlock()
-	switch {
-	case shut:
-		return ErrServerClosed
-	case err != nil:
+	for {
+		nc, err := l.next()
+		if err == nil {
+			s.serveConn(nc)
+			continue
+		}
+		if errors.Is(err, errStopped) {
+			return ErrServerClosed // Shutdown or Close stopped accepting
+		}
+		// The listener failed: serving ends, and so do the connections.
+		_ = l.stopAccepting()
+		l.waitHandshakes()
+		for _, c := range s.connList() {
+			_ = c.close()
+		}
 		return err
-	case gl.failed() != nil:
-		return gl.failed()
 	}
-	return ErrServerClosed
 }
 
 // Addr returns the address the server listens on, or nil before Serve or
@@ -129,18 +130,15 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		ln.waitHandshakes()
 	}
 	for _, c := range conns {
-		c.guard.shutdown()
+		c.shutdown()
 	}
 	select {
 	case <-s.drained:
 	case <-ctx.Done():
 		for _, c := range s.connList() {
-			_ = c.guard.Close()
+			_ = c.close()
 		}
 		err = ctx.Err()
-	}
-	if ln != nil {
-		ln.releaseAccept()
 	}
 	return err
 }
@@ -157,18 +155,15 @@ func (s *Server) Close() error {
 		ln.waitHandshakes()
 	}
 	for _, c := range conns {
-		_ = c.guard.Close()
+		_ = c.close()
 	}
 	<-s.drained
-	if ln != nil {
-		ln.releaseAccept()
-	}
 	return err
 }
 
 // beginShutdown marks the server as shutting down and returns its listener
 // and connections.
-func (s *Server) beginShutdown() (*guardListener, []*conn) {
+func (s *Server) beginShutdown() (*listener, []*conn) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.shutdown = true

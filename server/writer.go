@@ -1,77 +1,86 @@
 package server
 
 import (
+	"io"
 	"strconv"
 
 	"github.com/cellserver/cellserver/commands"
 	"github.com/tidwall/redcon"
 )
 
-// replyWriter is the commands.Writer of one connection: it writes replies
-// into redcon's output buffer, which redcon flushes once per batch, in the
-// RESP version the client speaks (read at every write, so HELLO 3 answers
-// in RESP3). It counts the bytes of the current command's reply so that a
-// panicking command's partial reply can be taken back. One lives in each
-// connection and is reused for every command: writing a reply allocates
-// nothing.
+// maxKeptReplyBuf is the largest reply buffer kept after a flush; a bigger
+// one, grown for a big reply, is given back.
+const maxKeptReplyBuf = 64 << 10
+
+// replyWriter is the commands.Writer of one connection: it appends replies
+// to a buffer that the connection flushes once per batch of requests, in
+// the RESP version the client speaks (read at every write, so HELLO 3
+// answers in RESP3). It remembers where the current command's reply starts
+// so that a panicking command's partial reply can be taken back. One lives
+// in each connection and is reused for every command: writing a reply
+// allocates nothing once the buffer has grown to a batch's size.
 type replyWriter struct {
-	out    *redcon.Writer
+	dst    io.Writer // the socket
+	out    []byte    // replies not yet flushed
+	start  int       // where the current command's reply starts in out
 	client *commands.Client
-	n      int      // bytes written since the command started
 	tmp    [64]byte // scratch for headers and text
 }
 
 var _ commands.Writer = (*replyWriter)(nil)
 
 // begin marks the start of a command's reply.
-func (w *replyWriter) begin() { w.n = 0 }
+func (w *replyWriter) begin() { w.start = len(w.out) }
 
 // discard takes back what the current command has written.
-func (w *replyWriter) discard() {
-	if w.n > 0 {
-		if b := w.out.Buffer(); len(b) >= w.n {
-			w.out.SetBuffer(b[:len(b)-w.n])
-		}
+func (w *replyWriter) discard() { w.out = w.out[:w.start] }
+
+// buffered is how many bytes wait to be flushed.
+func (w *replyWriter) buffered() int { return len(w.out) }
+
+// flush writes the buffered replies in one write, if there are any.
+func (w *replyWriter) flush() error {
+	if len(w.out) == 0 {
+		return nil
 	}
-	w.n = 0
+	_, err := w.dst.Write(w.out)
+	w.out, w.start = w.out[:0], 0
+	if cap(w.out) > maxKeptReplyBuf {
+		w.out = nil
+	}
+	return err
 }
 
 func (w *replyWriter) resp3() bool { return w.client.Proto == 3 }
 
 // WriteError writes an error reply; CR and LF become spaces.
 func (w *replyWriter) WriteError(msg string) {
-	w.out.WriteError(msg) // redcon replaces CR and LF, keeping the length
-	w.n += len(msg) + 3
+	w.out = redcon.AppendError(w.out, msg) // CR and LF become spaces
 }
 
 // WriteString writes a simple string reply; CR and LF become spaces.
 func (w *replyWriter) WriteString(s string) {
-	w.out.WriteString(s) // redcon replaces CR and LF, keeping the length
-	w.n += len(s) + 3
+	w.out = redcon.AppendString(w.out, s) // CR and LF become spaces
 }
 
 // WriteBulk writes a bulk string.
 func (w *replyWriter) WriteBulk(b []byte) {
-	w.out.WriteBulk(b)
-	w.n += w.headerLen(int64(len(b))) + len(b) + 2
+	w.out = redcon.AppendBulk(w.out, b)
 }
 
 // WriteBulkString writes a bulk string.
 func (w *replyWriter) WriteBulkString(s string) {
-	w.out.WriteBulkString(s)
-	w.n += w.headerLen(int64(len(s))) + len(s) + 2
+	w.out = redcon.AppendBulkString(w.out, s)
 }
 
 // WriteInt writes an integer reply.
 func (w *replyWriter) WriteInt(n int64) {
-	w.out.WriteInt64(n)
-	w.n += w.headerLen(n)
+	w.out = redcon.AppendInt(w.out, n)
 }
 
 // WriteArray writes an array header.
 func (w *replyWriter) WriteArray(n int) {
-	w.out.WriteArray(n)
-	w.n += w.headerLen(int64(n))
+	w.out = redcon.AppendArray(w.out, n)
 }
 
 // WriteMap writes a RESP3 map header, or in RESP2 an array of 2n.
@@ -98,8 +107,7 @@ func (w *replyWriter) WriteNull() {
 		w.raw(append(w.tmp[:0], '_', '\r', '\n'))
 		return
 	}
-	w.out.WriteNull()
-	w.n += 5
+	w.out = redcon.AppendNull(w.out)
 }
 
 // WriteNullArray writes RESP2's null array (*-1), or RESP3's null.
@@ -143,13 +151,7 @@ func (w *replyWriter) header(kind byte, n int64) {
 	w.raw(append(b, '\r', '\n'))
 }
 
-// headerLen is the length of a one-letter header carrying n ("$5\r\n").
-func (w *replyWriter) headerLen(n int64) int {
-	return len(strconv.AppendInt(w.tmp[:0], n, 10)) + 3
-}
-
 // raw writes b as it is.
 func (w *replyWriter) raw(b []byte) {
-	w.out.WriteRaw(b)
-	w.n += len(b)
+	w.out = append(w.out, b...)
 }

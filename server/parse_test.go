@@ -2,82 +2,55 @@ package server
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
-	"net"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/tidwall/redcon"
 )
 
-// chunkConn is a net.Conn whose reads return in, chunk bytes at a time,
-// then EOF, and whose writes are kept.
-type chunkConn struct {
-	net.Conn // nil: only Read, Write and Close are used
-	in       []byte
-	chunk    int
-	out      bytes.Buffer
+// parseResult is what a reader parsed from a stream.
+type parseResult struct {
+	cmds   [][][]byte
+	errMsg string // the protocol error, "" if the stream just ended
 }
 
-func (c *chunkConn) Read(p []byte) (int, error) {
-	if len(c.in) == 0 {
-		return 0, io.EOF
-	}
-	n := copy(p[:min(len(p), c.chunk)], c.in)
-	c.in = c.in[n:]
-	return n, nil
+// runParser feeds in to a request reader chunk bytes at a time, parsing
+// every request as soon as it is complete, the way a connection does.
+func runParser(in []byte, lim limits, chunk int, unauth bool) parseResult {
+	return runParserSplit(in, lim, func(int) int { return chunk }, unauth)
 }
 
-func (c *chunkConn) Write(p []byte) (int, error) { return c.out.Write(p) }
-func (c *chunkConn) Close() error                { return nil }
-
-// smallReads reads at most n bytes per Read from r.
-type smallReads struct {
-	r io.Reader
-	n int
-}
-
-func (s smallReads) Read(p []byte) (int, error) { return s.r.Read(p[:min(len(p), s.n)]) }
-
-// guardResult is what redcon parsed through a guard, and what the guard wrote.
-type guardResult struct {
-	cmds    [][][]byte
-	errMsg  string // the protocol error, "" if the stream just ended
-	written string
-}
-
-// runGuard feeds in through a guard, chunk bytes per socket read and at
-// most readSize bytes per guard read (0: as redcon asks), into redcon's
-// reader.
-func runGuard(t testing.TB, in []byte, lim limits, chunk, readSize int) guardResult {
-	conn := &chunkConn{in: in, chunk: chunk}
-	g := newGuardConn(conn, lim)
-	var r io.Reader = g
-	if readSize > 0 {
-		r = smallReads{g, readSize}
-	}
-	rd := redcon.NewReader(r)
-	var res guardResult
-	for {
-		c, err := rd.ReadCommand()
-		if err != nil {
-			var pe *protocolError
-			switch {
-			case errors.As(err, &pe):
-				res.errMsg = pe.msg
-			case err != io.EOF:
-				t.Fatalf("reader error %v (%T), want a guard error or EOF", err, err)
+// runParserSplit feeds in to a request reader in pieces whose sizes
+// size(i) gives for the i-th piece.
+func runParserSplit(in []byte, lim limits, size func(i int) int, unauth bool) parseResult {
+	rd := newRequestReader(lim)
+	var res parseResult
+	for piece := 0; ; {
+		args, st, msg := rd.parse(unauth)
+		switch st {
+		case gotRequest:
+			cmd := make([][]byte, len(args))
+			for i, a := range args {
+				cmd[i] = bytes.Clone(a) // args point into the buffer
 			}
-			break
+			res.cmds = append(res.cmds, cmd)
+			continue
+		case violation:
+			res.errMsg = msg
+			return res
 		}
-		res.cmds = append(res.cmds, c.Args)
+		if len(in) == 0 {
+			return res
+		}
+		rd.shrink()
+		room := rd.room()
+		n := copy(room[:min(len(room), max(size(piece), 1))], in)
+		piece++
+		in = in[n:]
+		rd.filled(n)
 	}
-	res.written = conn.out.String()
-	return res
 }
 
 // testLimits are small, so that tests and the fuzzer reach every limit.
@@ -85,11 +58,11 @@ func testLimits() limits {
 	return limits{maxBulk: 16, maxInline: 24, maxHeader: 12, maxMultibulk: 4}
 }
 
-func TestGuardFraming(t *testing.T) {
+func TestParseFraming(t *testing.T) {
 	tests := []struct {
 		name string
 		in   string
-		cmds [][]string // the commands redcon gets
+		cmds [][]string // the commands parsed
 		err  string
 	}{
 		{"multibulk", "*2\r\n$4\r\nECHO\r\n$3\r\na b\r\n", [][]string{{"ECHO", "a b"}}, ""},
@@ -113,26 +86,55 @@ func TestGuardFraming(t *testing.T) {
 		{"closing quote then a letter", "ECHO 'a'b\n", nil, msgUnbalancedQuotes},
 		{"NUL ends an inline line", "ECHO a\x00b\n", [][]string{{"ECHO", "a"}}, ""},
 		{"violation in the second command of a read", "*1\r\n$4\r\nPING\r\n*1\r\n$99\r\n", [][]string{{"PING"}}, msgInvalidBulk},
+		{"argument starting with CR", "*1\r\n\r\n", nil, "expected '$', got '\r'"},
 	}
 	for _, tt := range tests {
+		check := func(t *testing.T, res parseResult) {
+			t.Helper()
+			if got := strCmds(res.cmds); !slices.EqualFunc(got, tt.cmds, slices.Equal) {
+				t.Errorf("commands %q, want %q", got, tt.cmds)
+			}
+			if res.errMsg != tt.err {
+				t.Errorf("error %q, want %q", res.errMsg, tt.err)
+			}
+		}
 		for _, chunk := range []int{1, 2, 3, 7, 4096} {
-			for _, readSize := range []int{0, 1, 2, 5} {
-				t.Run(fmt.Sprintf("%s/chunk=%d/read=%d", tt.name, chunk, readSize), func(t *testing.T) {
-					res := runGuard(t, []byte(tt.in), testLimits(), chunk, readSize)
-					if got := strCmds(res.cmds); !slices.EqualFunc(got, tt.cmds, slices.Equal) {
-						t.Errorf("commands %q, want %q", got, tt.cmds)
+			t.Run(fmt.Sprintf("%s/chunk=%d", tt.name, chunk), func(t *testing.T) {
+				check(t, runParser([]byte(tt.in), testLimits(), chunk, false))
+			})
+		}
+		t.Run(tt.name+"/every split", func(t *testing.T) {
+			for at := 1; at < len(tt.in); at++ { // two pieces, cut at every byte boundary
+				check(t, runParserSplit([]byte(tt.in), testLimits(), func(i int) int {
+					if i == 0 {
+						return at
 					}
-					if res.errMsg != tt.err {
-						t.Errorf("error %q, want %q", res.errMsg, tt.err)
-					}
-					wantWritten := ""
-					if tt.err != "" {
-						wantWritten = protoErr(tt.err)
-					}
-					if res.written != wantWritten {
-						t.Errorf("wrote %q, want %q", res.written, wantWritten)
-					}
-				})
+					return len(tt.in)
+				}, false))
+			}
+		})
+	}
+}
+
+func TestParseUnauthenticatedLimits(t *testing.T) {
+	lim := limits{maxBulk: 1 << 20, maxInline: 1 << 10, maxHeader: 1 << 10, maxMultibulk: maxMultibulkLen}
+	big := strings.Repeat("x", unauthMaxBulk)
+	tests := []struct {
+		name string
+		in   string
+		cmds [][]string
+		err  string
+	}{
+		{"count over", "PING\r\n*11\r\n", [][]string{{"PING"}}, msgUnauthMultibulk},
+		{"bulk over", "*2\r\n$4\r\nECHO\r\n$16385\r\n", nil, msgUnauthBulk},
+		{"largest", cmd("1", "2", "3", "4", "5", "6", "7", "8", "9", big), [][]string{{"1", "2", "3", "4", "5", "6", "7", "8", "9", big}}, ""},
+		{"inline has no limit", "a b c d e f g h i j k\n", [][]string{{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k"}}, ""},
+	}
+	for _, tt := range tests {
+		for _, chunk := range []int{1, 5, 4096} {
+			res := runParser([]byte(tt.in), lim, chunk, true)
+			if got := strCmds(res.cmds); !slices.EqualFunc(got, tt.cmds, slices.Equal) || res.errMsg != tt.err {
+				t.Errorf("%s/chunk=%d: %d commands, error %q; want %d, %q", tt.name, chunk, len(got), res.errMsg, len(tt.cmds), tt.err)
 			}
 		}
 	}
@@ -217,38 +219,54 @@ func TestSplitInlineMatchesSdssplitargs(t *testing.T) {
 	}
 }
 
-func TestGuardReadAllocatesNothing(t *testing.T) {
+func TestParseAllocatesNothing(t *testing.T) {
 	batch := []byte(cmd("CL.THROTTLE", "user123", "15", "30", "60"))
 	var stream []byte
-	for range 10000 {
+	for len(stream) < readBufSize {
 		stream = append(stream, batch...)
 	}
-	g := newGuardConn(&chunkConn{in: stream, chunk: 4096}, limits{maxBulk: 1 << 20, maxInline: 1 << 10, maxHeader: 1 << 10, maxMultibulk: 1 << 10})
-	p := make([]byte, 4096)
-	_, _ = g.Read(p) // allocates the read buffer once
-	allocs := testing.AllocsPerRun(50, func() {
-		if _, err := g.Read(p); err != nil {
-			t.Fatal(err)
+	rd := newRequestReader(limits{maxBulk: 1 << 20, maxInline: 1 << 10, maxHeader: 1 << 10, maxMultibulk: 1 << 10})
+	in := stream
+	parseChunk := func() {
+		if len(in) == 0 {
+			in = stream
 		}
-	})
+		n := copy(rd.room(), in)
+		in = in[n:]
+		rd.filled(n)
+		for {
+			if _, st, msg := rd.parse(false); st != gotRequest {
+				if st == violation {
+					t.Fatal(msg)
+				}
+				return
+			}
+		}
+	}
+	parseChunk() // allocates the buffer and the argument slice once
+	allocs := testing.AllocsPerRun(100, parseChunk)
 	if allocs != 0 {
-		t.Errorf("%v allocations per Read, want 0", allocs)
+		t.Errorf("%v allocations per read, want 0", allocs)
 	}
 }
 
-func BenchmarkGuardRead(b *testing.B) {
+func BenchmarkParse(b *testing.B) {
 	batch := []byte(cmd("CL.THROTTLE", "user123", "15", "30", "60"))
 	var stream []byte
 	for len(stream) < 1<<20 {
 		stream = append(stream, batch...)
 	}
-	p := make([]byte, 4096)
 	b.SetBytes(int64(len(stream)))
+	rd := newRequestReader(limits{maxBulk: 1 << 20, maxInline: 1 << 10, maxHeader: 1 << 10, maxMultibulk: 1 << 10})
 	for b.Loop() {
-		g := newGuardConn(&chunkConn{in: stream, chunk: 4096}, limits{maxBulk: 1 << 20, maxInline: 1 << 10, maxHeader: 1 << 10, maxMultibulk: 1 << 10})
-		for {
-			if _, err := g.Read(p); err != nil {
-				break
+		for in := stream; len(in) > 0; {
+			n := copy(rd.room(), in)
+			in = in[n:]
+			rd.filled(n)
+			for {
+				if _, st, _ := rd.parse(false); st != gotRequest {
+					break
+				}
 			}
 		}
 	}
@@ -414,7 +432,7 @@ func refSplit(line []byte) ([][]byte, bool) {
 	}
 }
 
-func FuzzGuard(f *testing.F) {
+func FuzzParse(f *testing.F) {
 	seeds := []string{
 		"*2\r\n$4\r\nECHO\r\n$3\r\nabc\r\n",
 		"PING\r\nECHO \"a\\x41\" 'b\\'c'\n",
@@ -430,54 +448,133 @@ func FuzzGuard(f *testing.F) {
 		"\r\n\n \n*1\r\n$1\r\n\x00\r\n",
 	}
 	for i, s := range seeds {
-		f.Add([]byte(s), uint8(i), uint8(i*7))
+		f.Add([]byte(s), uint8(i), int64(i))
 	}
-	f.Fuzz(func(t *testing.T, in []byte, chunk, readSize uint8) {
-		want, wantErr := refParse(in, testLimits())
-		res := runGuard(t, in, testLimits(), int(chunk%16)+1, int(readSize%9))
+	f.Fuzz(func(t *testing.T, in []byte, chunk uint8, seed int64) {
+		checkSplits(t, in, testLimits(), int(chunk%16)+1, seed)
+	})
+}
+
+// checkSplits parses in whole, chunk bytes at a time and in random pieces,
+// and checks that each gives what refParse reads in the whole input.
+func checkSplits(t *testing.T, in []byte, lim limits, chunk int, seed int64) {
+	t.Helper()
+	want, wantErr := refParse(in, lim)
+	rng := rand.New(rand.NewPCG(uint64(seed), 1))
+	for _, res := range []parseResult{
+		runParser(in, lim, len(in), false),
+		runParser(in, lim, chunk, false),
+		runParserSplit(in, lim, func(int) int { return 1 + rng.IntN(len(in)+1) }, false),
+		runParserSplit(in, lim, func(int) int { return 1 + rng.IntN(3) }, false),
+	} {
 		if got, w := strCmds(res.cmds), strCmds(want); !slices.EqualFunc(got, w, slices.Equal) {
 			t.Fatalf("input %q: commands\n%q\nwant\n%q", in, got, w)
 		}
 		if res.errMsg != wantErr {
 			t.Fatalf("input %q: error %q, want %q", in, res.errMsg, wantErr)
 		}
-		wantWritten := ""
-		if wantErr != "" {
-			wantWritten = protoErr(strings.NewReplacer("\r", " ", "\n", " ").Replace(wantErr))
-		}
-		if res.written != wantWritten {
-			t.Fatalf("input %q: wrote %q, want %q", in, res.written, wantWritten)
-		}
-	})
-}
-
-// countingReader counts the reads that return data.
-type countingReader struct {
-	r     io.Reader
-	reads int
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	if n > 0 {
-		c.reads++
 	}
-	return n, err
 }
 
-func TestGuardHandsOverLongRequestsWhole(t *testing.T) {
-	// 100,000 arguments arriving 7 bytes at a time: handed to redcon as
-	// they come, each read would make redcon parse the request again from
-	// its start; filled reads keep that logarithmic.
+// randomStream is a pipeline of requests, valid, ignored and broken ones,
+// drawn under lim so that every limit is met, reached and passed.
+func randomStream(rng *rand.Rand, lim limits) []byte {
+	var b []byte
+	arg := func(n int) []byte {
+		a := make([]byte, n)
+		for i := range a {
+			a[i] = "ab \"'\\\r\n\x00*$x"[rng.IntN(12)]
+		}
+		return a
+	}
+	for range 1 + rng.IntN(8) {
+		switch rng.IntN(10) {
+		case 0, 1, 2, 3: // multibulk
+			n := 1 + rng.IntN(int(lim.maxMultibulk))
+			b = append(b, '*')
+			b = strconv.AppendInt(b, int64(n), 10)
+			b = append(b, "\r\n"...)
+			for range n {
+				a := arg(rng.IntN(int(lim.maxBulk) + 1))
+				b = append(b, '$')
+				b = strconv.AppendInt(b, int64(len(a)), 10)
+				b = append(b, "\r\n"...)
+				b = append(append(b, a...), "\r\n"...)
+			}
+		case 4, 5: // inline, perhaps quoted
+			words := []string{"PING", "ECHO", "\"a b\"", "'c\\'d'", "\"\\x41\\n\"", "x", "\"\"", "\t"}
+			for range 1 + rng.IntN(4) {
+				b = append(append(b, words[rng.IntN(len(words))]...), ' ')
+			}
+			b = append(b, "\r\n\n"[rng.IntN(2):]...)
+		case 6: // ignored
+			b = append(b, []string{"*0\r\n", "*-1\r\n", "\r\n", "  \n"}[rng.IntN(4)]...)
+		case 7: // broken
+			b = append(b, []string{"*5\r\n", "*1\r\n$17\r\n", "*1\r\n:1\r\n", "ECHO \"a\n",
+				"*1\r\n$000000000000", "*123456789012", "0123456789012345678901234", "*1\r\n$-1\r\n", "*x\r\n"}[rng.IntN(9)]...)
+		default: // a valid request with one byte changed
+			start := len(b)
+			b = append(b, cmd("ECHO", string(arg(rng.IntN(6))))...)
+			b[start+rng.IntN(len(b)-start)] = "*$\r\n0-9x"[rng.IntN(8)]
+		}
+	}
+	return b
+}
+
+func TestParseRandomSplitsMatchWholeBuffer(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	outcomes := map[string]int{}
+	for i := range 3000 {
+		in := randomStream(rng, testLimits())
+		checkSplits(t, in, testLimits(), 1+i%9, int64(i))
+		res := runParser(in, testLimits(), len(in), false)
+		outcomes[res.errMsg]++
+		if len(res.cmds) > 0 {
+			outcomes["commands"]++
+		}
+	}
+	// The streams reach every kind of end.
+	for _, end := range []string{"", "commands", msgInvalidMultibulk, msgInvalidBulk, msgTooBigBulk, msgTooBigMultibulk,
+		msgTooBigInline, msgUnbalancedQuotes, "expected '$', got ':'"} {
+		if outcomes[end] == 0 {
+			t.Errorf("no stream ended with %q; outcomes %v", end, outcomes)
+		}
+	}
+}
+
+func TestParseKeepsItsPlaceInALongRequest(t *testing.T) {
+	// 100,000 arguments arriving 7 bytes at a time: each piece is parsed
+	// once, the arguments before it are never read again, and the buffer
+	// grows a few times, not once per piece.
 	const args = 100000
-	req := "*" + strconv.Itoa(args) + "\r\n" + strings.Repeat("$1\r\nx\r\n", args)
-	lim := limits{maxBulk: 1 << 20, maxInline: 1 << 10, maxHeader: 1 << 10, maxMultibulk: maxMultibulkLen}
-	cr := &countingReader{r: newGuardConn(&chunkConn{in: []byte(req), chunk: 7}, lim)}
-	c, err := redcon.NewReader(cr).ReadCommand()
-	if err != nil || len(c.Args) != args {
-		t.Fatalf("got %d arguments, err %v", len(c.Args), err)
+	head := "*" + strconv.Itoa(args) + "\r\n"
+	req := []byte(head + strings.Repeat("$1\r\nx\r\n", args))
+	rd := newRequestReader(limits{maxBulk: 1 << 20, maxInline: 1 << 10, maxHeader: 1 << 10, maxMultibulk: maxMultibulkLen})
+	fed, grown, size := 0, 0, 0
+	for fed < len(req) {
+		room := rd.room()
+		if len(rd.buf) != size {
+			size = len(rd.buf)
+			grown++
+		}
+		n := copy(room[:min(7, len(room))], req[fed:])
+		fed += n
+		rd.filled(n)
+		got, st, msg := rd.parse(false)
+		if st == gotRequest {
+			if fed != len(req) || len(got) != args {
+				t.Fatalf("request of %d arguments after %d of %d bytes", len(got), fed, len(req))
+			}
+			break
+		}
+		if st == violation {
+			t.Fatal(msg)
+		}
+		if want := max(fed-len(head), 0) / 7; len(rd.spans) != want {
+			t.Fatalf("after %d bytes, %d arguments kept, want %d", fed, len(rd.spans), want)
+		}
 	}
-	if cr.reads > 40 {
-		t.Errorf("the request took %d reads, want at most 40", cr.reads)
+	if grown > 20 {
+		t.Errorf("the buffer was allocated %d times, want at most 20", grown)
 	}
 }

@@ -1,0 +1,85 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+	"net"
+
+	"github.com/cellserver/cellserver/commands"
+	"github.com/tidwall/redcon"
+)
+
+// serveConn registers a new connection and starts its goroutine, or
+// refuses it while shutting down, at MaxClients or in protected mode.
+func (s *Server) serveConn(nc net.Conn) {
+	if c := s.accept(nc); c != nil {
+		go c.serve()
+	}
+}
+
+// accept registers the new connection, or refuses it: while shutting down
+// it is closed, at MaxClients or in protected mode the client is told why
+// first.
+func (s *Server) accept(nc net.Conn) *conn {
+	now := s.cfg.Now()
+	addr := nc.RemoteAddr().String()
+	s.mu.Lock()
+	if s.shutdown {
+		s.mu.Unlock()
+		_ = nc.Close()
+		return nil
+	}
+	if len(s.conns) >= s.cfg.MaxClients {
+		s.rejected++
+		s.mu.Unlock()
+		s.refuse(nc, "ERR max number of clients reached", "max number of clients reached")
+		return nil
+	}
+	if s.cfg.ProtectedMode && !s.cfg.PasswordSet && protectedModeDenies(s.ln.Addr(), nc.RemoteAddr()) {
+		s.rejected++
+		s.mu.Unlock()
+		s.refuse(nc, msgDenied, "protected mode")
+		return nil
+	}
+	id := s.nextID.Add(1)
+	client := commands.NewClient(id, addr, nc.LocalAddr().String(), now)
+	c := &conn{srv: s, nc: nc, client: client, rd: newRequestReader(s.lim), idleTimeout: s.cfg.IdleTimeout}
+	if auth, ok := s.cfg.Handler.(Authenticator); ok {
+		c.authRequired = func() bool { return auth.AuthRequired(client) }
+	}
+	c.w = replyWriter{dst: nc, client: client}
+	c.snap = commands.ClientInfo{Client: *client}
+	s.conns[c] = struct{}{}
+	s.total++
+	s.mu.Unlock()
+
+	if s.log.Enabled(context.Background(), slog.LevelDebug) {
+		s.log.Debug("server: connection accepted", "id", id, "addr", client.Addr)
+	}
+	return c
+}
+
+// refuse answers a connection that is not let in with the error msg and
+// closes it.
+func (s *Server) refuse(nc net.Conn, msg, why string) {
+	_, _ = nc.Write(redcon.AppendError(nil, msg)) // a fresh socket's buffer takes it at once
+	_ = nc.Close()
+	if s.log.Enabled(context.Background(), slog.LevelDebug) {
+		s.log.Debug("server: connection rejected: "+why, "addr", nc.RemoteAddr().String())
+	}
+}
+
+// closed unregisters a connection that has ended.
+func (s *Server) closed(c *conn, err error) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.checkDrainedLocked()
+	s.mu.Unlock()
+	if s.log.Enabled(context.Background(), slog.LevelDebug) {
+		if err != nil {
+			s.log.Debug("server: connection closed", "id", c.client.ID, "addr", c.client.Addr, "err", err)
+		} else {
+			s.log.Debug("server: connection closed", "id", c.client.ID, "addr", c.client.Addr)
+		}
+	}
+}
