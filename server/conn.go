@@ -84,6 +84,7 @@ func (c *conn) serve() {
 // or after a protocol error, whose reply it has written.
 func (c *conn) runBatch() error {
 	defer c.publish()
+	c.client.StartBatch() // the batch's commands share clock readings
 	for {
 		unauth := c.authRequired != nil && c.authRequired()
 		args, st, msg := c.rd.parse(unauth)
