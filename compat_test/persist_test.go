@@ -52,9 +52,16 @@ func (l *lockedBuffer) String() string {
 // to it every interval. The test's cleanup shuts it down, flushing.
 func startPersisted(t *testing.T, backing engine.Backing, interval time.Duration) *persistedServer {
 	t.Helper()
+	return startPersistedClock(t, backing, interval, nil)
+}
+
+// startPersistedClock is startPersisted with the engine on clock (nil for
+// the system clock).
+func startPersistedClock(t *testing.T, backing engine.Backing, interval time.Duration, clock func() time.Time) *persistedServer {
+	t.Helper()
 	logs := &lockedBuffer{tee: testLogWriter{t}}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	eng := engine.New(engine.Options{TrackChanges: true})
+	eng := engine.New(engine.Options{TrackChanges: true, Now: clock})
 	w := persist.New(eng, backing, persist.Options{FlushInterval: interval, Logger: logger})
 	if err := w.Load(context.Background()); err != nil {
 		t.Fatalf("Load: %v", err)
@@ -194,7 +201,10 @@ func TestPersistLoadsRedisCellState(t *testing.T) {
 	raw.Set(ctx, "rc:leftover", strconv.FormatInt(now.Add(-2*time.Second).UnixNano(), 10), 0)
 	raw.HSet(ctx, "other:hash", "f", "v")
 
-	s := startPersisted(t, dialBacking(t, backing), 20*time.Millisecond)
+	// The engine's clock stays at now while the server starts and answers,
+	// so that the replies do not depend on how long that takes.
+	clock := engine.NewManualClock(now)
+	s := startPersistedClock(t, dialBacking(t, backing), 20*time.Millisecond, clock.Now)
 	if st := s.writer.Stats(); st.LoadedKeys != int64(len(hits)) || st.SkippedKeys != 1 {
 		t.Errorf("loaded %d keys and skipped %d, want %d and 1 (the hash)", st.LoadedKeys, st.SkippedKeys, len(hits))
 	}
@@ -215,6 +225,7 @@ func TestPersistLoadsRedisCellState(t *testing.T) {
 		t.Errorf("redis-cell's leftover key: %v, want a fresh key's reply", got)
 	}
 	// And back: the backing Redis holds the new state, for redis-cell.
+	clock.Set(time.Now())
 	s.waitSynced(t)
 	for _, n := range hits[:4] {
 		k := fmt.Sprint("rc:", n)
