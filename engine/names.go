@@ -25,7 +25,7 @@ type names struct {
 // add appends name and returns its offset; false when the arena cannot
 // hold it.
 func (a *names) add(name []byte) (uint32, bool) {
-	if len(a.buf)+len(name) > maxNameBytes {
+	if int64(len(a.buf))+int64(len(name)) > maxNameBytes {
 		return 0, false
 	}
 	off := uint32(len(a.buf))

@@ -26,6 +26,7 @@ type Rule struct {
 type verdict struct {
 	s       *shard
 	ent     *entry // the key's live entry, nil for a fresh key
+	slot    uint32 // ent's slot
 	d       Decision
 	step    gcraStep     // CL
 	counter counterState // SWC, FW
@@ -168,8 +169,10 @@ func combine(vs []verdict) Decision {
 // judge decides rule r for key's current state without changing it.
 func (e *Engine) judge(s *shard, r Rule, now, qty int64, v *verdict) error {
 	nowMs := now / 1_000_000
-	v.s = s
-	v.ent = s.lookup(r.Key, nowMs)
+	v.s, v.ent = s, nil
+	if slot, ok := s.lookupSlot(r.Key, nowMs); ok {
+		v.ent, v.slot = &s.entries[slot], slot
+	}
 	if v.ent != nil && v.ent.family() != r.Family {
 		return ErrWrongType
 	}
@@ -264,16 +267,17 @@ func (e *Engine) record(v *verdict, r Rule, now, qty int64) error {
 // current returns the verdict's entry as it is now. judge's pointer may be
 // stale by the time a ThrottleAll records: another rule's new key in the
 // same shard can grow the slab (moving every entry) or evict this key
-// (then current is nil, and the key is written afresh).
+// (then current is nil, and the key is written afresh), and the slot may
+// then hold another key.
 func (v *verdict) current(key []byte) *entry {
 	if v.ent == nil {
 		return nil
 	}
-	i, _, ok := v.s.find(key)
-	if !ok {
+	e := &v.s.entries[v.slot]
+	if e.family() == FamilyNone || v.s.name(e) != string(key) {
 		return nil
 	}
-	return &v.s.entries[i]
+	return e
 }
 
 // ensure returns ent, or a new entry for key when ent is nil.

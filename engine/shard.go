@@ -87,17 +87,25 @@ func (s *shard) cellOf(slot uint32) int {
 
 // lookup returns the live entry for key, removing it if it has expired.
 func (s *shard) lookup(key []byte, nowMs int64) *entry {
-	slot, cell, ok := s.find(key)
+	slot, ok := s.lookupSlot(key, nowMs)
 	if !ok {
 		return nil
 	}
-	e := &s.entries[slot]
-	if nowMs > e.expireAt {
+	return &s.entries[slot]
+}
+
+// lookupSlot is lookup returning the entry's slot.
+func (s *shard) lookupSlot(key []byte, nowMs int64) (uint32, bool) {
+	slot, cell, ok := s.find(key)
+	if !ok {
+		return 0, false
+	}
+	if nowMs > s.entries[slot].expireAt {
 		s.remove(slot, cell) // expired on access, counted as Redis counts it
 		s.expired.Add(1)
-		return nil
+		return 0, false
 	}
-	return e
+	return slot, true
 }
 
 // create adds key with the given family and expiry; the key must be absent.
