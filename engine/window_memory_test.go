@@ -73,10 +73,10 @@ func TestWindowKeyMemoryMeasured(t *testing.T) {
 		limit  int64
 		bound  float64
 	}{
-		{"CL (for reference)", FamilyCL, 1, 1_000, 300},
-		{"FW", FamilyFW, 1, 1_000, 300},
-		{"SWC", FamilySWC, 1, 1_000, 300},
-		{"SW holding 1 request", FamilySW, 1, 1_000, 450},
+		{"CL (for reference)", FamilyCL, 1, 1_000, 100},
+		{"FW", FamilyFW, 1, 1_000, 120},
+		{"SWC", FamilySWC, 1, 1_000, 120},
+		{"SW holding 1 request", FamilySW, 1, 1_000, 300},
 		{"SW holding 100 requests", FamilySW, 100, 1_000, 2500},
 		// At its limit the ring stops doubling: 12 bytes a request.
 		{"SW 100 requests, limit 100", FamilySW, 100, 100, 1650},
