@@ -32,8 +32,8 @@ type Record struct {
 }
 
 // markChanged notes that key's state changed, when changes are tracked.
-// name must be the entry's own key string, so that noting allocates only
-// when the set grows.
+// name should be the entry's own name (shard.name), which shares the
+// arena's bytes, so that noting allocates nothing beyond the set's growth.
 func (s *shard) markChanged(name string) {
 	if s.changed != nil {
 		s.changed[name] = struct{}{}
@@ -71,7 +71,7 @@ func (e *Engine) Changes(buf []Record, max int) []Record {
 // evicting the keys that expire before rec does, soonest first. It reports
 // false when rec itself is the soonest to go, or does not fit alone.
 func (s *shard) admit(rec Record, nowMs int64) bool {
-	cost := keyCost(len(rec.Key))
+	cost := keyCost(rec.Family, len(rec.Key))
 	if s.budget != 0 && cost > s.budget {
 		return false
 	}
@@ -87,22 +87,24 @@ func (s *shard) admit(rec Record, nowMs int64) bool {
 
 // record returns key's current state as a Record.
 func (s *shard) record(name string, nowMs int64) Record {
-	i, ok := s.slots[name]
+	i, _, ok := s.find(bytesOf(name))
 	if !ok || nowMs > s.entries[i].expireAt {
 		return Record{Key: name, Deleted: true}
 	}
 	ent := &s.entries[i]
-	rec := Record{Key: name, Family: ent.family, ExpireAtMs: ent.expireAt}
-	switch ent.family {
+	rec := Record{Key: name, Family: ent.family(), ExpireAtMs: ent.expireAt}
+	switch ent.family() {
 	case FamilyCL:
-		rec.TAT = ent.tat
+		rec.TAT = ent.tat()
 	case FamilySWC:
-		rec.Start, rec.Cur, rec.Prev = ent.start, ent.cur, ent.prev
+		c := s.counter(ent)
+		rec.Start, rec.Cur, rec.Prev = c.start, c.cur, c.prev
 	case FamilyFW:
 		// A fixed window never looks at the bucket before.
-		rec.Start, rec.Cur = ent.start, ent.cur
+		c := s.counter(ent)
+		rec.Start, rec.Cur = c.start, c.cur
 	case FamilySW:
-		l := ent.log
+		l := s.log(ent)
 		rec.Log, rec.Quantities = make([]int64, l.size), make([]uint32, l.size)
 		for j := range l.size {
 			rec.Log[j], rec.Quantities[j] = l.get0(j)
@@ -179,7 +181,7 @@ func (e *Engine) Restore(rec Record) bool {
 			return false
 		}
 		ent = s.create(key, rec.Family, rec.ExpireAtMs, nowMs)
-	case ent.family != rec.Family:
+	case ent.family() != rec.Family:
 		return false // memory's key, of another family, is newer than the copy
 	default:
 		return s.merge(ent, rec)
@@ -203,13 +205,13 @@ func (rec *Record) wellFormed() bool {
 func (s *shard) take(ent *entry, rec Record) {
 	switch rec.Family {
 	case FamilyCL:
-		ent.tat = rec.TAT
+		ent.state = rec.TAT
 	case FamilySWC, FamilyFW:
-		ent.start, ent.cur, ent.prev = rec.Start, rec.Cur, rec.Prev
+		*s.counter(ent) = counter{start: rec.Start, cur: rec.Cur, prev: rec.Prev}
 	case FamilySW:
 		l := newSWLog(rec.Log, rec.Quantities)
-		s.used.Add(l.bytes() - ent.log.bytes())
-		ent.log = l
+		s.used.Add(l.bytes() - s.logs[ent.state].bytes())
+		s.logs[ent.state] = l
 	}
 }
 
@@ -219,17 +221,18 @@ func (s *shard) merge(ent *entry, rec Record) bool {
 	taken, kept := false, false // rec's state taken; memory's state kept
 	switch rec.Family {
 	case FamilyCL:
-		taken = rec.TAT > ent.tat
+		taken = rec.TAT > ent.tat()
 		kept = !taken
 	case FamilySWC, FamilyFW:
+		c := s.counter(ent)
 		switch {
-		case rec.Start > ent.start:
+		case rec.Start > c.start:
 			taken = true
-		case rec.Start < ent.start:
+		case rec.Start < c.start:
 			kept = true
 		default:
-			cur, prev := max(ent.cur, rec.Cur), max(ent.prev, rec.Prev)
-			taken = cur > ent.cur || prev > ent.prev || rec.ExpireAtMs > ent.expireAt
+			cur, prev := max(c.cur, rec.Cur), max(c.prev, rec.Prev)
+			taken = cur > c.cur || prev > c.prev || rec.ExpireAtMs > ent.expireAt
 			kept = cur > rec.Cur || prev > rec.Prev || ent.expireAt > rec.ExpireAtMs
 			rec.Cur, rec.Prev = cur, prev
 			rec.ExpireAtMs = max(rec.ExpireAtMs, ent.expireAt)
@@ -239,12 +242,12 @@ func (s *shard) merge(ent *entry, rec Record) bool {
 		for _, n := range rec.Quantities {
 			total += int64(n)
 		}
-		l := ent.log
+		l := s.log(ent)
 		taken = total > l.total || total == l.total && rec.Log[len(rec.Log)-1] > l.newest()
 		kept = !taken
 	}
 	if kept {
-		s.markChanged(ent.key)
+		s.markChanged(s.name(ent))
 	}
 	if taken {
 		s.setExpiry(ent, rec.ExpireAtMs)

@@ -80,7 +80,7 @@ func New(opts Options) *Engine {
 		budget = max(e.maxMemory/int64(n), 1)
 	}
 	for i := range e.shards {
-		e.shards[i] = newShard(opts.TrackChanges, budget)
+		e.shards[i] = newShard(e.seed, opts.TrackChanges, budget)
 	}
 	interval := opts.SweepInterval
 	if interval == 0 {
@@ -120,10 +120,11 @@ func (e *Engine) sweepLoop(interval time.Duration) {
 func (e *Engine) Sweep() int {
 	total := 0
 	for _, s := range e.shards {
+		var cur sweepCursor
 		for {
 			nowMs := e.nowMs()
 			s.mu.Lock()
-			n, more := s.sweep(nowMs, e.batch)
+			n, more := s.sweep(nowMs, e.batch, &cur)
 			s.expired.Add(int64(n))
 			s.mu.Unlock()
 			total += n

@@ -18,7 +18,7 @@ func (e *Engine) Get(tx *Txn, key []byte) (Value, bool) {
 	if ent == nil {
 		return Value{}, false
 	}
-	return Value{Family: ent.family, TAT: ent.tat}, true
+	return Value{Family: ent.family(), TAT: ent.tat()}, true
 }
 
 // Delete removes key and reports whether it existed.
@@ -94,10 +94,10 @@ func (e *Engine) Scan(tx *Txn, cursor uint64, count int, fn func(key string, f F
 			s.mu.Lock()
 		}
 		nowMs := e.nowMs()
-		for k, slot := range s.slots {
-			ent := &s.entries[slot]
-			if nowMs <= ent.expireAt {
-				fn(k, ent.family)
+		for j := range s.entries {
+			ent := &s.entries[j]
+			if ent.family() != FamilyNone && nowMs <= ent.expireAt {
+				fn(s.name(ent), ent.family())
 				visited++
 			}
 		}
@@ -124,7 +124,7 @@ func (e *Engine) Counts(tx *Txn) map[Family]int {
 		for f := range s.keys {
 			m[Family(f)] += int(s.keys[f].Load())
 		}
-		s.eachExpired(nowMs, func(ent *entry) { m[ent.family]-- })
+		s.eachExpired(nowMs, func(ent *entry) { m[ent.family()]-- })
 	})
 	for f, n := range m {
 		if n == 0 {

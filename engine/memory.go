@@ -1,6 +1,9 @@
 package engine
 
-import "errors"
+import (
+	"errors"
+	"math"
+)
 
 // ErrOutOfMemory is returned when a new key does not fit its shard's share of
 // Options.MaxMemory even with every other key of the shard evicted; nothing
@@ -8,22 +11,33 @@ import "errors"
 var ErrOutOfMemory = errors.New("key does not fit in maxmemory")
 
 // keyOverhead is what a key costs beyond the bytes of its name, in the
-// estimate that Used reports and MaxMemory bounds: its map slot, slab entry
-// and expiry-index item, with the map, slab and index at their usual fill.
-// Measured as the growth of the Go heap (runtime.MemStats.HeapAlloc, after a
-// GC) over 100,000 new CL keys with 16-byte names in 128 shards, less the
-// names: 189 bytes a key on linux/amd64 with Go 1.26 since the entry
-// holds the window families' fields (it varies by about a tenth either way
-// between 50,000 and 1,000,000 keys and 4 to 1,024 shards, as the slabs and
-// maps sit between two doublings), rounded to 190. An SW key's log adds 12
-// bytes per slot of its ring. TestKeyOverheadMeasured
-// measures it again. Not counted: the names of keys waiting for a backing
-// store's writer (Options.TrackChanges), and the slab and map space that
-// evicted and expired keys leave behind for new keys to reuse.
-const keyOverhead = 190
+// estimate that Used reports and MaxMemory bounds: its slab entry (32
+// bytes), index cell, expiry item and arena bytes, with the slab, index,
+// buckets and arena at their usual fill. Measured as the growth of the Go
+// heap (runtime.MemStats.HeapAlloc, after a GC) over new CL keys with
+// 16-byte names in 128 shards, less the names: 53 bytes a key at 100,000
+// keys and 52 at 1,000,000 on linux/amd64 with Go 1.26 (it moves by a few
+// bytes with the key count, as the arrays sit between two growths), so 53.
+// An SWC or FW key adds its counter (counterBytes); an SW key's log adds
+// 12 bytes per slot of its ring. TestKeyOverheadMeasured and
+// TestKeyMemoryBeyondName measure it again. Not counted: the names of keys
+// waiting for a backing store's writer (Options.TrackChanges), and the
+// slab, index and arena space that removed keys leave behind for new keys
+// to reuse.
+const keyOverhead = 53
 
-// keyCost is the estimated bytes a key with a name of n bytes uses.
-func keyCost(n int) int64 { return int64(n) + keyOverhead }
+// counterBytes is what an SWC or FW key's buckets add, beside the slab:
+// 16 bytes and their share of the table's growth.
+const counterBytes = 18
+
+// keyCost is the estimated bytes a key of family f with a name of n bytes
+// uses (an SW key's log not included: swLog.bytes counts it).
+func keyCost(f Family, n int) int64 {
+	if f == FamilySWC || f == FamilyFW {
+		return int64(n) + keyOverhead + counterBytes
+	}
+	return int64(n) + keyOverhead
+}
 
 // MaxMemory is Options.MaxMemory: the bound on Used, 0 for none.
 func (e *Engine) MaxMemory() int64 { return e.maxMemory }
@@ -74,36 +88,41 @@ func (s *shard) makeRoom(cost, nowMs int64) bool {
 	return true
 }
 
-// soonest returns the slot of the key that expires first, or false when the
-// shard is empty. The index files a key at or before its expiry; items filed
-// early are refiled at the key's expiry, as the sweep does, until the first
-// item is where its key really expires, so the answer is exact.
+// soonest returns the slot of the key that expires first (the first by
+// name on a tie), or false when the shard has no key but pinned ones. It
+// takes the buckets in order and stops at the first that starts after the
+// best key found; a key filed in a bucket before its expiry's is refiled
+// there, as the sweep does, so the answer is exact and the next search
+// does not meet it again.
 func (s *shard) soonest() (uint32, bool) {
-	for {
-		var early expiryItem
-		var slot uint32
-		haveFound, haveEarly := false, false
-		s.expiry.Scan(func(it expiryItem) bool {
-			i := s.slots[it.key]
-			e := &s.entries[i]
+	var best *entry
+	var bestSlot uint32
+	for num := uint32(0); ; num++ {
+		b := s.expiry.from(num)
+		if b == nil || best != nil && bucketStart(b.num) > best.expireAt {
+			break
+		}
+		num = b.num
+		// From the last item back: refiling an item moves the bucket's last
+		// item, already seen, into its place.
+		for j := len(b.slots) - 1; j >= 0; j-- {
+			slot := b.slots[j]
+			e := &s.entries[slot]
 			switch {
-			case it.at != e.expireAt:
-				early, haveEarly = it, true
-				return false
-			case e.pinned:
-				return true // a key a ThrottleAll is recording: not a candidate
+			case expiryBucketOf(e.expireAt) > num:
+				s.refile(slot)
+			case e.pinned():
+				// a key a ThrottleAll is recording: not a candidate
+			case best == nil || e.expireAt < best.expireAt ||
+				e.expireAt == best.expireAt && s.name(e) < s.name(best):
+				best, bestSlot = e, slot
 			}
-			slot, haveFound = i, true
-			return false
-		})
-		if haveFound {
-			return slot, true
 		}
-		if !haveEarly {
-			return 0, false
+		if num == math.MaxUint32 {
+			break
 		}
-		s.refile(early, &s.entries[s.slots[early.key]])
 	}
+	return bestSlot, best != nil
 }
 
 // evict removes the key in slot i to make room, and notes it as changed so
@@ -116,7 +135,7 @@ func (s *shard) evict(i uint32, nowMs int64) {
 		s.expired.Add(1)
 	} else {
 		s.evicted.Add(1)
-		s.markChanged(e.key)
+		s.markChanged(s.name(e))
 	}
-	s.remove(i)
+	s.remove(i, s.cellOf(i))
 }

@@ -15,7 +15,7 @@ func newBoundedEngine(t testing.TB, keys int, track bool) (*Engine, *ManualClock
 	t.Helper()
 	c := NewManualClock(time.Unix(0, start))
 	e := New(Options{Now: c.Now, SweepInterval: -1, Shards: 1, TrackChanges: track,
-		MaxMemory: int64(keys) * keyCost(1)})
+		MaxMemory: int64(keys) * keyCost(FamilyCL, 1)})
 	t.Cleanup(e.Close)
 	return e, c
 }
@@ -72,7 +72,7 @@ func TestEvictSoonestToExpireFirst(t *testing.T) {
 		if got := e.EvictedKeys(); got != s.evicted {
 			t.Fatalf("after %s: EvictedKeys = %d, want %d", s.key, got, s.evicted)
 		}
-		if got, want := e.Used(), 3*keyCost(1); got != want {
+		if got, want := e.Used(), 3*keyCost(FamilyCL, 1); got != want {
 			t.Fatalf("after %s: Used = %d, want %d", s.key, got, want)
 		}
 	}
@@ -175,7 +175,7 @@ func TestRestoreUnderBudget(t *testing.T) {
 // within its share, so the keyspace stays within MaxMemory.
 func TestBudgetRespected(t *testing.T) {
 	c := NewManualClock(time.Unix(0, start))
-	const maxMemory = 64 << 10
+	const maxMemory = 20 << 10 // room for about 330 keys
 	e := New(Options{Now: c.Now, SweepInterval: -1, Shards: 8, MaxMemory: maxMemory})
 	defer e.Close()
 	r := rand.New(rand.NewPCG(1, 2))
@@ -202,8 +202,10 @@ func TestBudgetRespected(t *testing.T) {
 	// Used is the sum of the held keys' costs.
 	sum := int64(0)
 	for _, s := range e.shards {
-		for k := range s.slots {
-			sum += keyCost(len(k))
+		for i := range s.entries {
+			if ent := &s.entries[i]; ent.family() != FamilyNone {
+				sum += keyCost(ent.family(), int(ent.size()))
+			}
 		}
 	}
 	if sum != e.Used() {
@@ -221,7 +223,7 @@ func TestUsedAndCounts(t *testing.T) {
 	hit(t, e, "a", 1)    // 2s
 	hit(t, e, "bb", 5)   // 10s
 	hit(t, e, "ccc", 10) // 20s
-	if got, want := e.Used(), keyCost(1)+keyCost(2)+keyCost(3); got != want {
+	if got, want := e.Used(), keyCost(FamilyCL, 1)+keyCost(FamilyCL, 2)+keyCost(FamilyCL, 3); got != want {
 		t.Errorf("Used = %d, want %d", got, want)
 	}
 	if got := e.Counts(nil); fmt.Sprint(got) != "map[1:3]" {
@@ -232,11 +234,11 @@ func TestUsedAndCounts(t *testing.T) {
 	if got := e.Counts(nil); fmt.Sprint(got) != "map[1:1]" {
 		t.Errorf("Counts with a expired = %v, want one CL key", got)
 	}
-	if got, want := e.Used(), keyCost(1)+keyCost(3); got != want {
+	if got, want := e.Used(), keyCost(FamilyCL, 1)+keyCost(FamilyCL, 3); got != want {
 		t.Errorf("Used before the sweep = %d, want %d (a is still held)", got, want)
 	}
 	e.Sweep()
-	if got, want := e.Used(), keyCost(3); got != want {
+	if got, want := e.Used(), keyCost(FamilyCL, 3); got != want {
 		t.Errorf("Used after the sweep = %d, want %d", got, want)
 	}
 	e.Flush(nil)
@@ -277,7 +279,7 @@ func TestKeyOverheadMeasured(t *testing.T) {
 	if measured < keyOverhead*3/4 || measured > keyOverhead*5/4 {
 		t.Errorf("measured %.1f bytes per key, keyOverhead %d is off by more than a quarter", measured, keyOverhead)
 	}
-	if got, want := e.Used(), int64(n)*keyCost(nameLen); got != want {
+	if got, want := e.Used(), int64(n)*keyCost(FamilyCL, nameLen); got != want {
 		t.Errorf("Used = %d, want %d", got, want)
 	}
 }

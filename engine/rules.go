@@ -26,6 +26,7 @@ type Rule struct {
 type verdict struct {
 	s       *shard
 	ent     *entry // the key's live entry, nil for a fresh key
+	slot    uint32 // ent's slot
 	d       Decision
 	step    gcraStep     // CL
 	counter counterState // SWC, FW
@@ -168,9 +169,11 @@ func combine(vs []verdict) Decision {
 // judge decides rule r for key's current state without changing it.
 func (e *Engine) judge(s *shard, r Rule, now, qty int64, v *verdict) error {
 	nowMs := now / 1_000_000
-	v.s = s
-	v.ent = s.lookup(r.Key, nowMs)
-	if v.ent != nil && v.ent.family != r.Family {
+	v.s, v.ent = s, nil
+	if slot, ok := s.lookupSlot(r.Key, nowMs); ok {
+		v.ent, v.slot = &s.entries[slot], slot
+	}
+	if v.ent != nil && v.ent.family() != r.Family {
 		return ErrWrongType
 	}
 	if qty < 0 && r.Family != FamilyCL {
@@ -180,7 +183,7 @@ func (e *Engine) judge(s *shard, r Rule, now, qty int64, v *verdict) error {
 	case FamilyCL:
 		var st gcraState
 		if v.ent != nil {
-			st = gcraState{tat: v.ent.tat, ok: true}
+			st = gcraState{tat: v.ent.tat(), ok: true}
 		}
 		step, err := gcra(now, st, r.GCRA, qty)
 		if err != nil {
@@ -192,7 +195,8 @@ func (e *Engine) judge(s *shard, r Rule, now, qty int64, v *verdict) error {
 	case FamilyFW, FamilySWC:
 		var st counterState
 		if v.ent != nil {
-			st = counterState{start: v.ent.start, cur: int64(v.ent.cur), prev: int64(v.ent.prev), ok: true}
+			c := s.counter(v.ent)
+			st = counterState{start: c.start, cur: int64(c.cur), prev: int64(c.prev), ok: true}
 		}
 		if r.Family == FamilyFW {
 			v.d, v.counter = fixedWindow(now, st, r.Window, qty)
@@ -202,7 +206,7 @@ func (e *Engine) judge(s *shard, r Rule, now, qty int64, v *verdict) error {
 	case FamilySW:
 		var l *swLog
 		if v.ent != nil {
-			l = v.ent.log
+			l = s.log(v.ent)
 		}
 		v.d, v.view = slidingLog(now, l, r.Window, qty)
 	default:
@@ -230,7 +234,7 @@ func (e *Engine) record(v *verdict, r Rule, now, qty int64) error {
 		if ent = s.ensure(r.Key, ent, r.Family, expireMs(end), nowMs); ent == nil {
 			return ErrOutOfMemory
 		}
-		ent.start, ent.cur, ent.prev = c.start, uint32(c.cur), uint32(c.prev)
+		*s.counter(ent) = counter{start: c.start, cur: uint32(c.cur), prev: uint32(c.prev)}
 		s.setExpiry(ent, expireMs(end))
 	case FamilySW:
 		view := v.view
@@ -241,37 +245,39 @@ func (e *Engine) record(v *verdict, r Rule, now, qty int64) error {
 			if ent = s.create(r.Key, FamilySW, expireMs(now+r.Window.Window), nowMs); ent == nil {
 				return ErrOutOfMemory
 			}
-			ent.log = &swLog{}
+			s.logs[ent.state] = &swLog{}
 			view = swView{} // the key judged was evicted meanwhile: its log is gone
 		} else if qty == 0 && view.drop == 0 {
 			return nil // a peek that changes nothing
 		}
-		s.used.Add(ent.log.apply(view, now, qty, r.Window.Limit, true))
-		if ent.log.size == 0 {
+		log := s.log(ent)
+		s.used.Add(log.apply(view, now, qty, r.Window.Limit, true))
+		if log.size == 0 {
 			s.removeKey(r.Key, nowMs)
 			return nil
 		}
 		if qty > 0 {
-			s.setExpiry(ent, expireMs(ent.log.newest()+r.Window.Window))
+			s.setExpiry(ent, expireMs(log.newest()+r.Window.Window))
 		}
 	}
-	s.markChanged(ent.key)
+	s.markChanged(s.name(ent))
 	return nil
 }
 
 // current returns the verdict's entry as it is now. judge's pointer may be
 // stale by the time a ThrottleAll records: another rule's new key in the
 // same shard can grow the slab (moving every entry) or evict this key
-// (then current is nil, and the key is written afresh).
+// (then current is nil, and the key is written afresh), and the slot may
+// then hold another key.
 func (v *verdict) current(key []byte) *entry {
 	if v.ent == nil {
 		return nil
 	}
-	i, ok := v.s.slots[string(key)]
-	if !ok {
+	e := &v.s.entries[v.slot]
+	if e.family() == FamilyNone || v.s.name(e) != string(key) {
 		return nil
 	}
-	return &v.s.entries[i]
+	return e
 }
 
 // ensure returns ent, or a new entry for key when ent is nil.
@@ -306,9 +312,12 @@ func (e *Engine) reserve(vs []verdict, rules []Rule, now int64) error {
 				continue
 			}
 			if ent := vs[j].current(rules[j].Key); ent != nil {
-				need += keyCost(len(ent.key)) + ent.log.bytes()
+				need += keyCost(ent.family(), int(ent.size()))
+				if ent.family() == FamilySW {
+					need += s.log(ent).bytes()
+				}
 			} else {
-				need += keyCost(len(rules[j].Key))
+				need += keyCost(rules[j].Family, len(rules[j].Key))
 			}
 		}
 		if need > s.budget {
@@ -325,8 +334,8 @@ func (e *Engine) reserve(vs []verdict, rules []Rule, now int64) error {
 // key cannot evict it.
 func pin(vs []verdict, rules []Rule, k int, pinned bool) {
 	s := vs[k].s
-	if slot, ok := s.slots[string(rules[k].Key)]; ok {
-		s.entries[slot].pinned = pinned
+	if slot, _, ok := s.find(rules[k].Key); ok {
+		s.entries[slot].setPinned(pinned)
 	}
 }
 

@@ -9,12 +9,12 @@ import (
 // cannot fit records none of its rules, and one rule's new key never evicts
 // another rule's key.
 func TestThrottleAllAllOrNothingUnderMaxMemory(t *testing.T) {
-	e := New(Options{Shards: 1, MaxMemory: 400, SweepInterval: -1})
+	e := New(Options{Shards: 1, MaxMemory: 2*keyCost(FamilyFW, 1) + 18, SweepInterval: -1})
 	t.Cleanup(e.Close)
 	fw := func(key string) Rule {
 		return Rule{Key: []byte(key), Family: FamilyFW, Window: WindowQuota{Limit: 10, Window: 60e9}}
 	}
-	// One key costs 190 plus its name: two fit, the huge one never does.
+	// Two keys with short names fit, the huge one never does.
 	if _, err := e.ThrottleAll(nil, []Rule{fw("a"), fw(strings.Repeat("x", 300))}, 1); err != ErrOutOfMemory {
 		t.Fatalf("err = %v, want ErrOutOfMemory", err)
 	}

@@ -1,52 +1,31 @@
 package engine
 
 import (
+	"hash/maphash"
 	"sync"
 	"sync/atomic"
-
-	"github.com/tidwall/btree"
 )
 
-// entry is one key's state. Expiry follows Redis's rule: the key is gone
-// once the clock in milliseconds is past expireAt.
-type entry struct {
-	key      string
-	expireAt int64 // unix ms
-	indexed  int64 // the time the key is filed under in the expiry index, <= expireAt
-	tat      uint64
-	// start, cur and prev are a counter key's buckets: the current bucket's
-	// start in ns since the epoch, its count, and the previous bucket's
-	// count (SWC only).
-	start     int64
-	cur, prev uint32
-	family    Family
-	// pinned keeps the key from eviction while a ThrottleAll records its
-	// rules, so that one rule's new key never evicts another's.
-	pinned bool
-	// log is a sliding-log key's recorded requests (SW only).
-	log *swLog
-}
-
-// expiryItem files a key in a shard's expiry index.
-type expiryItem struct {
-	at  int64 // unix ms
-	key string
-}
-
-func expiryLess(a, b expiryItem) bool {
-	return a.at < b.at || (a.at == b.at && a.key < b.key)
-}
-
-// shard is one lock's worth of keyspace. Entries live in a slab indexed by
-// the map, so updating a key allocates nothing. The expiry index files each
-// key once, at or before its expiry: extending a key's life (the common case)
-// leaves the index alone, and the sweep refiles keys it finds still alive.
+// shard is one lock's worth of keyspace. Entries live in a slab that holds
+// no pointers, found through an index of plain integers, with their names
+// in an arena of bytes, so that a shard of millions of keys is a handful of
+// arrays the garbage collector does not scan, and updating a key allocates
+// nothing. Only an SW key's log is a pointer. The expiry index files each
+// key once, at or before its expiry: extending a key's life (the common
+// case) leaves the index alone, and the sweep refiles keys it finds still
+// alive.
 type shard struct {
-	mu      sync.Mutex // guards slots, entries, free, expiry, changed; held to write the counters
-	slots   map[string]uint32
-	entries []entry
-	free    []uint32
-	expiry  *btree.BTreeG[expiryItem] // not safe for concurrent use; guarded by mu
+	mu       sync.Mutex // guards the fields up to budget; held to write the counters
+	seed     maphash.Seed
+	index    keyIndex // key name → slot
+	entries  []entry
+	free     []uint32 // slots of entries free for reuse
+	names    names
+	expiry   expiryIndex
+	counters []counter // SWC and FW keys' buckets, by entry.state
+	freeCtrs []uint32
+	logs     []*swLog // SW keys' logs, by entry.state
+	freeLogs []uint32
 	// changed holds the keys whose state changed since the backing store's
 	// writer last took them; nil when nothing is written behind.
 	changed map[string]struct{}
@@ -61,130 +40,276 @@ type shard struct {
 	evicted atomic.Int64              // live keys removed to stay within budget
 }
 
-func newShard(track bool, budget int64) *shard {
-	s := &shard{
-		slots:  make(map[string]uint32),
-		expiry: btree.NewBTreeGOptions(expiryLess, btree.Options{NoLocks: true}),
-		budget: budget,
-	}
+func newShard(seed maphash.Seed, track bool, budget int64) *shard {
+	s := &shard{seed: seed, expiry: newExpiryIndex(), budget: budget}
 	if track {
 		s.changed = make(map[string]struct{})
 	}
 	return s
 }
 
+// tag is the part of key's hash the index files it under.
+func (s *shard) tag(key []byte) uint32 { return uint32(maphash.Bytes(s.seed, key) >> 32) }
+
+// name is e's key, sharing the arena's bytes (see names.get).
+func (s *shard) name(e *entry) string { return s.names.get(e.nameOff, e.size()) }
+
+// find returns key's slot and its cell in the index.
+func (s *shard) find(key []byte) (slot uint32, cell int, ok bool) {
+	x := &s.index
+	if x.n == 0 {
+		return 0, 0, false
+	}
+	tag := s.tag(key)
+	for i := x.home(tag); ; i = x.next(i) {
+		c := x.cells[i]
+		if c == 0 {
+			return 0, 0, false
+		}
+		if uint32(c>>32) == tag {
+			slot := uint32(c) - 1
+			if s.name(&s.entries[slot]) == string(key) {
+				return slot, i, true
+			}
+		}
+	}
+}
+
+// cellOf returns the index cell that holds slot.
+func (s *shard) cellOf(slot uint32) int {
+	x := &s.index
+	for i := x.home(s.tag(bytesOf(s.name(&s.entries[slot])))); ; i = x.next(i) {
+		if x.slot(i) == slot {
+			return i
+		}
+	}
+}
+
 // lookup returns the live entry for key, removing it if it has expired.
 func (s *shard) lookup(key []byte, nowMs int64) *entry {
-	i, ok := s.slots[string(key)]
+	slot, ok := s.lookupSlot(key, nowMs)
 	if !ok {
 		return nil
 	}
-	e := &s.entries[i]
-	if nowMs > e.expireAt {
-		s.remove(i) // expired on access, counted as Redis counts it
-		s.expired.Add(1)
-		return nil
+	return &s.entries[slot]
+}
+
+// lookupSlot is lookup returning the entry's slot.
+func (s *shard) lookupSlot(key []byte, nowMs int64) (uint32, bool) {
+	slot, cell, ok := s.find(key)
+	if !ok {
+		return 0, false
 	}
-	return e
+	if nowMs > s.entries[slot].expireAt {
+		s.remove(slot, cell) // expired on access, counted as Redis counts it
+		s.expired.Add(1)
+		return 0, false
+	}
+	return slot, true
 }
 
 // create adds key with the given family and expiry; the key must be absent.
 // When the shard's budget is full it first evicts the keys that expire
 // soonest (never key, which is not in the shard yet); it returns nil, having
-// changed nothing, when key alone does not fit the budget.
+// changed nothing, when key alone does not fit the budget, or the shard's
+// arrays cannot address one more key or name.
 func (s *shard) create(key []byte, family Family, expireAt, nowMs int64) *entry {
-	cost := keyCost(len(key))
-	if !s.makeRoom(cost, nowMs) {
+	cost := keyCost(family, len(key))
+	if len(key) > maxNameLen || len(s.entries)-len(s.free) >= maxSlabSize || !s.makeRoom(cost, nowMs) {
 		return nil
 	}
-	name := string(key)
-	var i uint32
+	off, ok := s.names.add(key)
+	if !ok && s.names.garbage > 0 {
+		s.compactNames()
+		off, ok = s.names.add(key)
+	}
+	if !ok {
+		return nil
+	}
+	var slot uint32
 	if n := len(s.free); n > 0 {
-		i = s.free[n-1]
+		slot = s.free[n-1]
 		s.free = s.free[:n-1]
 	} else {
 		s.entries = append(s.entries, entry{})
-		i = uint32(len(s.entries) - 1)
+		slot = uint32(len(s.entries) - 1)
 	}
-	s.slots[name] = i
-	s.entries[i] = entry{key: name, family: family, expireAt: expireAt, indexed: expireAt}
-	s.expiry.Set(expiryItem{at: expireAt, key: name})
+	s.index.insert(s.tag(key), slot)
+	e := &s.entries[slot]
+	*e = entry{expireAt: expireAt, nameOff: off, nameLen: uint32(len(key)), filed: uint32(family) << posBits}
+	switch family {
+	case FamilySWC, FamilyFW:
+		e.state = uint64(takeSlot(&s.counters, &s.freeCtrs))
+	case FamilySW:
+		e.state = uint64(takeSlot(&s.logs, &s.freeLogs))
+	}
+	s.file(slot, expiryBucketOf(expireAt))
 	s.used.Add(cost)
 	s.keys[family].Add(1)
-	return &s.entries[i]
+	return e
 }
 
-// setExpiry moves e's expiry, refiling it only when it moves earlier than
-// where the index has it.
+// takeSlot returns a free slot of a side table, growing it if none is free.
+func takeSlot[T any](table *[]T, free *[]uint32) uint32 {
+	if n := len(*free); n > 0 {
+		i := (*free)[n-1]
+		*free = (*free)[:n-1]
+		return i
+	}
+	var zero T
+	*table = append(*table, zero)
+	return uint32(len(*table) - 1)
+}
+
+// counter is an SWC or FW key's buckets.
+func (s *shard) counter(e *entry) *counter { return &s.counters[e.state] }
+
+// log is an SW key's log.
+func (s *shard) log(e *entry) *swLog { return s.logs[e.state] }
+
+// setExpiry moves e's expiry, refiling it only when it moves to a bucket
+// earlier than the one the index has it in.
 func (s *shard) setExpiry(e *entry, expireAt int64) {
 	e.expireAt = expireAt
-	if expireAt < e.indexed {
-		s.expiry.Delete(expiryItem{at: e.indexed, key: e.key})
-		s.expiry.Set(expiryItem{at: expireAt, key: e.key})
-		e.indexed = expireAt
+	if b := expiryBucketOf(expireAt); b < e.bucket {
+		slot := s.unfile(e)
+		s.file(slot, b)
 	}
+}
+
+// file files the key in slot under bucket b.
+func (s *shard) file(slot, b uint32) {
+	e := &s.entries[slot]
+	e.bucket = b
+	e.setPos(s.expiry.file(b, slot))
+}
+
+// unfile takes e out of the expiry index and returns its slot.
+func (s *shard) unfile(e *entry) uint32 {
+	slot, moved, ok := s.expiry.unfile(e.bucket, e.pos())
+	if ok {
+		s.entries[moved].setPos(e.pos())
+	}
+	return slot
+}
+
+// refile files the key in slot, found filed before its expiry, at it.
+func (s *shard) refile(slot uint32) {
+	e := &s.entries[slot]
+	s.unfile(e)
+	s.file(slot, expiryBucketOf(e.expireAt))
 }
 
 // removeKey deletes key if present (expired or not) and reports whether a
 // live key was deleted.
 func (s *shard) removeKey(key []byte, nowMs int64) bool {
-	i, ok := s.slots[string(key)]
+	slot, cell, ok := s.find(key)
 	if !ok {
 		return false
 	}
-	live := nowMs <= s.entries[i].expireAt
-	s.markChanged(s.entries[i].key)
-	s.remove(i)
+	e := &s.entries[slot]
+	live := nowMs <= e.expireAt
+	s.markChanged(s.name(e))
+	s.remove(slot, cell)
 	return live
 }
 
-// remove deletes the entry in slot i.
-func (s *shard) remove(i uint32) {
-	e := &s.entries[i]
-	s.expiry.Delete(expiryItem{at: e.indexed, key: e.key})
-	delete(s.slots, e.key)
-	s.used.Add(-keyCost(len(e.key)) - e.log.bytes())
-	s.keys[e.family].Add(-1)
+// remove deletes the entry in slot, filed in the index's cell.
+func (s *shard) remove(slot uint32, cell int) {
+	e := &s.entries[slot]
+	f := e.family()
+	s.unfile(e)
+	s.index.remove(cell)
+	cost := keyCost(f, int(e.size()))
+	switch f {
+	case FamilySWC, FamilyFW:
+		s.counters[e.state] = counter{}
+		s.freeCtrs = append(s.freeCtrs, uint32(e.state))
+	case FamilySW:
+		cost += s.logs[e.state].bytes()
+		s.logs[e.state] = nil
+		s.freeLogs = append(s.freeLogs, uint32(e.state))
+	}
+	s.used.Add(-cost)
+	s.keys[f].Add(-1)
+	compact := s.names.drop(e.size())
 	*e = entry{}
-	s.free = append(s.free, i)
+	s.free = append(s.free, slot)
+	if compact {
+		s.compactNames()
+	}
+}
+
+// compactNames copies the live names to a new arena, dropping the garbage.
+func (s *shard) compactNames() {
+	live := len(s.names.buf) - s.names.garbage
+	buf := make([]byte, 0, live+live/4)
+	for i := range s.entries {
+		e := &s.entries[i]
+		if e.family() == FamilyNone {
+			continue
+		}
+		off := len(buf)
+		buf = append(buf, s.name(e)...)
+		e.nameOff = uint32(off)
+	}
+	s.names = names{buf: buf}
+}
+
+// sweepCursor carries a sweep's progress through the bucket it stopped in
+// from one batch to the next: how many of the bucket's last items it found
+// alive and filed at their expiry already.
+type sweepCursor struct {
+	bucket uint32
+	done   int
 }
 
 // sweep removes up to max expired keys and reports how many it removed and
-// whether it stopped because of max.
-func (s *shard) sweep(nowMs int64, max int) (removed int, more bool) {
+// whether it stopped because of max. It takes the buckets that start
+// before nowMs in order, each from its last item back, so that removing an
+// item (which moves the bucket's last item into its place) never moves an
+// item not yet seen; a live key filed early is refiled at its expiry.
+func (s *shard) sweep(nowMs int64, max int, cur *sweepCursor) (removed int, more bool) {
 	for seen := 0; seen < max; seen++ {
-		it, ok := s.expiry.Min()
-		if !ok || it.at >= nowMs {
+		b := s.expiry.first()
+		if b == nil || bucketStart(b.num) >= nowMs {
 			return removed, false
 		}
-		i := s.slots[it.key]
-		e := &s.entries[i]
-		if nowMs > e.expireAt {
-			s.remove(i)
-			removed++
-			continue
+		if b.num != cur.bucket {
+			*cur = sweepCursor{bucket: b.num}
 		}
-		s.refile(it, e)
+		j := len(b.slots) - 1 - cur.done
+		if j < 0 {
+			// The rest is alive and filed at its expiry: later buckets
+			// start after nowMs.
+			return removed, false
+		}
+		slot := b.slots[j]
+		e := &s.entries[slot]
+		switch {
+		case nowMs > e.expireAt:
+			s.remove(slot, s.cellOf(slot))
+			removed++
+		case expiryBucketOf(e.expireAt) > b.num:
+			s.refile(slot)
+		default:
+			cur.done++
+		}
 	}
 	return removed, true
 }
 
-// refile moves e's index item it, filed before e's expiry, to the expiry.
-func (s *shard) refile(it expiryItem, e *entry) {
-	s.expiry.Delete(it)
-	s.expiry.Set(expiryItem{at: e.expireAt, key: e.key})
-	e.indexed = e.expireAt
-}
-
 // eachExpired calls fn for each key that has expired by nowMs and is still
-// held. It looks only at the index items filed before nowMs.
+// held. It looks only at the buckets that start before nowMs.
 func (s *shard) eachExpired(nowMs int64, fn func(e *entry)) {
-	s.expiry.Scan(func(it expiryItem) bool {
-		if it.at >= nowMs {
+	s.expiry.buckets.Scan(func(b *expiryBucket) bool {
+		if bucketStart(b.num) >= nowMs {
 			return false
 		}
-		if e := &s.entries[s.slots[it.key]]; nowMs > e.expireAt {
-			fn(e)
+		for _, slot := range b.slots {
+			if e := &s.entries[slot]; nowMs > e.expireAt {
+				fn(e)
+			}
 		}
 		return true
 	})
@@ -192,7 +317,7 @@ func (s *shard) eachExpired(nowMs int64, fn func(e *entry)) {
 
 // live counts the keys that have not expired.
 func (s *shard) live(nowMs int64) int {
-	n := len(s.slots)
+	n := s.index.n
 	s.eachExpired(nowMs, func(*entry) { n-- })
 	return n
 }
@@ -200,12 +325,17 @@ func (s *shard) live(nowMs int64) int {
 // flush removes every key and reports how many were live.
 func (s *shard) flush(nowMs int64) int {
 	n := s.live(nowMs)
-	for name := range s.slots {
-		s.markChanged(name)
+	if s.changed != nil {
+		for i := range s.entries {
+			if e := &s.entries[i]; e.family() != FamilyNone {
+				s.markChanged(s.name(e))
+			}
+		}
 	}
-	s.slots = make(map[string]uint32)
-	s.entries, s.free = nil, nil
-	s.expiry.Clear()
+	s.index.reset()
+	s.entries, s.free, s.names = nil, nil, names{}
+	s.counters, s.freeCtrs, s.logs, s.freeLogs = nil, nil, nil, nil
+	s.expiry.reset()
 	s.used.Store(0)
 	for f := range s.keys {
 		s.keys[f].Store(0)

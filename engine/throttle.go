@@ -23,10 +23,10 @@ func (e *Engine) Throttle(tx *Txn, key []byte, q GCRAQuota, quantity int64) (Res
 	var st gcraState
 	ent := s.lookup(key, nowMs)
 	if ent != nil {
-		if ent.family != FamilyCL {
+		if ent.family() != FamilyCL {
 			return Result{}, ErrWrongType
 		}
-		st = gcraState{tat: ent.tat, ok: true}
+		st = gcraState{tat: ent.tat(), ok: true}
 	}
 	step, err := gcra(now, st, q, quantity)
 	if err == ErrExpire && ent != nil {
@@ -66,7 +66,7 @@ func (s *shard) storeGCRA(key []byte, ent *entry, step gcraStep, nowMs int64) er
 	} else {
 		s.setExpiry(ent, expireAt)
 	}
-	ent.tat = step.tat
-	s.markChanged(ent.key)
+	ent.state = step.tat
+	s.markChanged(s.name(ent))
 	return nil
 }

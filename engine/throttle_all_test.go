@@ -248,7 +248,7 @@ func TestThrottleAllConcurrent(t *testing.T) {
 	// the minute admitted, with its time.
 	s := e.shards[e.shardIndex(perMin.Key)]
 	s.mu.Lock()
-	log := s.entries[s.slots[string(perMin.Key)]].log
+	log := s.log(s.lookup(perMin.Key, c.Now().UnixMilli()))
 	perBucket := map[int64]int64{}
 	var recorded int64
 	for i := range log.size {

@@ -185,7 +185,7 @@ func TestRestoreMergesWindowFamilies(t *testing.T) {
 		}
 	}
 	// The restored SW log is accounted for in Used: 3 requests in a ring of 4.
-	if got, want := e.Used(), keyCost(len("swc"))+keyCost(len("fw"))+keyCost(len("sw"))+4*swEntryBytes; got != want {
+	if got, want := e.Used(), keyCost(FamilySWC, len("swc"))+keyCost(FamilyFW, len("fw"))+keyCost(FamilySW, len("sw"))+4*swEntryBytes; got != want {
 		t.Errorf("Used = %d, want %d", got, want)
 	}
 }
