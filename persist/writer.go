@@ -317,12 +317,14 @@ func (w *Writer) fail(err error) time.Duration {
 
 // recover notes a successful round and logs the end of an outage. w.mu must
 // be held.
+// The line is logged before the status turns OK, so that whoever sees the
+// status sees the line.
 func (w *Writer) recover() {
-	w.status.Store(int32(StatusOK))
 	if w.down {
 		w.log.Info("backing store is back", "down_for", time.Since(w.downSince).Round(time.Millisecond))
 		w.down, w.backoff = false, 0
 	}
+	w.status.Store(int32(StatusOK))
 }
 
 // Close stops the flushing goroutine and writes everything still pending
