@@ -61,15 +61,48 @@ func (l *swLog) get(i int) (at int64, n int64) {
 
 // get0 is get with the quantity as stored.
 func (l *swLog) get0(i int) (int64, uint32) {
+	if l.wide {
+		return l.getWide(i)
+	}
+	j := l.head + i
+	if j >= len(l.ring) {
+		j -= len(l.ring)
+	}
+	return unpack(l.ring[j], l.base, l.qbits)
+}
+
+// getWide is get0 in the wide form.
+func (l *swLog) getWide(i int) (int64, uint32) {
 	c := l.capacity()
 	j := l.head + i
 	if j >= c {
 		j -= c
 	}
-	if l.wide {
-		return int64(l.ring[j]), uint32(l.ring[c+j/2] >> (32 * (j & 1)))
+	return int64(l.ring[j]), uint32(l.ring[c+j/2] >> (32 * (j & 1)))
+}
+
+// newest returns the arrival time of the newest request; the log must not
+// be empty. A wide ring's base and qbits are 0, so that its times read as
+// a compact ring's do.
+func (l *swLog) newest() int64 {
+	j := l.head + l.size - 1
+	if c := l.capacity(); j >= c {
+		j -= c
 	}
-	return unpack(l.ring[j], l.base, l.qbits)
+	return int64(uint64(l.base) + l.ring[j]>>(l.qbits&63))
+}
+
+// leavingWide returns how many of the oldest requests of a wide ring left
+// a window ending at now, and their total quantity.
+func (l *swLog) leavingWide(now, window int64) (drop int, n int64) {
+	for ; drop < l.size; drop++ {
+		at, q := l.getWide(drop)
+		if at+window > now {
+			break
+		}
+		n += int64(q)
+	}
+	return drop, n
 }
 
 // set writes request j of the ring, which must fit its form.
@@ -78,6 +111,11 @@ func (l *swLog) set(j int, at int64, n uint32) {
 		l.ring[j] = pack(at, n, l.base, l.qbits)
 		return
 	}
+	l.setWide(j, at, n)
+}
+
+// setWide is set in the wide form.
+func (l *swLog) setWide(j int, at int64, n uint32) {
 	c := l.capacity()
 	l.ring[j] = uint64(at)
 	shift := 32 * uint(j&1)
@@ -87,20 +125,22 @@ func (l *swLog) set(j int, at int64, n uint32) {
 
 // pack is the compact form of a request at at of quantity n; n less 1
 // wraps, so that a quantity of 0 (which a restored log may hold) takes
-// all 32 bits and comes back as 0.
+// all 32 bits and comes back as 0. qbits is at most 32: the shifts say
+// &63 only to spare the check of a shift by 64 or more.
 func pack(at int64, n uint32, base int64, qbits uint8) uint64 {
-	return (uint64(at)-uint64(base))<<qbits | uint64(n-1)
+	return (uint64(at)-uint64(base))<<(qbits&63) | uint64(n-1)
 }
 
 // unpack is the request packed in e.
 func unpack(e uint64, base int64, qbits uint8) (int64, uint32) {
-	return int64(uint64(base) + e>>qbits), uint32(e&(1<<qbits-1)) + 1
+	return int64(uint64(base) + e>>(qbits&63)), uint32(e&(1<<(qbits&63)-1)) + 1
 }
 
 // fits reports whether the compact ring holds a request at at of quantity
 // n as it is encoded now.
 func (l *swLog) fits(at int64, n uint32) bool {
-	return at >= l.base && (uint64(at)-uint64(l.base))>>(64-l.qbits) == 0 && (n-1)>>l.qbits == 0
+	off := uint64(at) - uint64(l.base)
+	return at >= l.base && off>>((63-l.qbits)&63)>>1 == 0 && uint64(n-1)>>(l.qbits&63) == 0
 }
 
 // swSpan gathers what choosing a form needs to know of some requests.
@@ -141,9 +181,10 @@ func (l *swLog) span(at int64, n uint32) swSpan {
 }
 
 // swView is what a sliding-log decision needs to apply it: how many of the
-// oldest requests left the window.
+// oldest requests left the window, and their total quantity.
 type swView struct {
 	drop int
+	gone int64
 }
 
 // slidingLog decides a sliding-log request without changing the log: the
@@ -154,15 +195,23 @@ func slidingLog(now int64, l *swLog, q WindowQuota, qty int64) (Decision, swView
 	var v swView
 	size, total := 0, int64(0)
 	if l != nil {
-		for v.drop < l.size {
-			at, n := l.get(v.drop)
-			if at+q.Window > now {
-				break
+		if l.wide {
+			v.drop, v.gone = l.leavingWide(now, q.Window)
+		} else {
+			// The compact ring's loop, written out: every decision runs it.
+			for j := l.head; v.drop < l.size; v.drop++ {
+				if j == len(l.ring) {
+					j = 0
+				}
+				at, n := unpack(l.ring[j], l.base, l.qbits)
+				if at+q.Window > now {
+					break
+				}
+				j++
+				v.gone += int64(n)
 			}
-			v.drop++
-			total -= n
 		}
-		size, total = l.size-v.drop, l.total+total
+		size, total = l.size-v.drop, l.total-v.gone
 	}
 	if qty <= q.Limit-total {
 		d.Remaining = q.Limit - total - qty
@@ -201,10 +250,7 @@ func slidingLog(now int64, l *swLog, q WindowQuota, qty int64) (Decision, swView
 func (l *swLog) apply(v swView, now int64, qty, limit int64, admitted bool) int64 {
 	before := l.bytes()
 	if v.drop > 0 {
-		for i := range v.drop {
-			_, n := l.get(i)
-			l.total -= n
-		}
+		l.total -= v.gone
 		l.head += v.drop
 		if c := l.capacity(); l.head >= c {
 			l.head -= c
@@ -224,7 +270,11 @@ func (l *swLog) apply(v swView, now int64, qty, limit int64, admitted bool) int6
 		if j >= c {
 			j -= c
 		}
-		l.set(j, now, n)
+		if l.wide {
+			l.setWide(j, now, n)
+		} else {
+			l.ring[j] = pack(now, n, l.base, l.qbits)
+		}
 		l.size++
 		l.total += qty
 	}
@@ -292,13 +342,6 @@ func (l *swLog) alloc(c int, s *swSpan) {
 	} else {
 		l.ring, l.base, l.qbits = make([]uint64, wideLen(c)), 0, 0
 	}
-}
-
-// newest returns the arrival time of the newest request; the log must not
-// be empty.
-func (l *swLog) newest() int64 {
-	at, _ := l.get0(l.size - 1)
-	return at
 }
 
 // newSWLog returns a sliding log holding the requests at times with

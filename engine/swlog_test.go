@@ -30,7 +30,11 @@ func newSWTest(t *testing.T, limit int64) *swTest {
 func (s *swTest) step(drop int, at int64, n uint32) {
 	s.t.Helper()
 	before := s.l.bytes()
-	delta := s.l.apply(swView{drop: drop}, at, int64(n), s.limit, true)
+	v := swView{drop: drop}
+	for _, r := range s.want[:drop] {
+		v.gone += int64(r.n)
+	}
+	delta := s.l.apply(v, at, int64(n), s.limit, true)
 	s.want = s.want[drop:]
 	if n > 0 {
 		s.want = append(s.want, swReq{at, n})
