@@ -398,3 +398,43 @@ func TestSWLogChangesRestore(t *testing.T) {
 		}
 	}
 }
+
+// TestSWLogStepAllocs: a log in its steady state, compact (rebasing in
+// place now and then) or wide, decides and records without allocating.
+func TestSWLogStepAllocs(t *testing.T) {
+	cases := []struct {
+		name string
+		q    WindowQuota
+		step int64
+		qty  int64
+		wide bool
+	}{
+		{"compact", WindowQuota{Limit: 1_000, Window: int64(time.Second)}, int64(10 * time.Millisecond), 1, false},
+		{"compact, rebasing", WindowQuota{Limit: MaxWindowLimit, Window: hour}, int64(10 * time.Minute), 1 << 17, false},
+		{"wide", WindowQuota{Limit: MaxWindowLimit, Window: 48 * hour}, int64(30 * time.Minute), 1 << 17, true},
+	}
+	for _, c := range cases {
+		l, now := &swLog{}, epochDay
+		step := func() {
+			now += c.step
+			d, v := slidingLog(now, l, c.q, c.qty)
+			l.apply(v, now, c.qty, c.q.Limit, !d.Limited)
+		}
+		for range 2 * c.q.Window / c.step {
+			step()
+		}
+		rebases, base := 0, l.base
+		allocs := testing.AllocsPerRun(1_000, func() {
+			step()
+			if l.base != base {
+				rebases, base = rebases+1, l.base
+			}
+		})
+		if allocs != 0 || l.wide != c.wide {
+			t.Errorf("%s: %v allocs a step, wide %v", c.name, allocs, l.wide)
+		}
+		if c.name == "compact, rebasing" && rebases < 3 {
+			t.Errorf("%s: %d rebases over 1,000 steps of 10 minutes", c.name, rebases)
+		}
+	}
+}
