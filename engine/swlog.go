@@ -199,11 +199,12 @@ func slidingLog(now int64, l *swLog, q WindowQuota, qty int64) (Decision, swView
 			v.drop, v.gone = l.leavingWide(now, q.Window)
 		} else {
 			// The compact ring's loop, written out: every decision runs it.
+			ring, base, qbits := l.ring, l.base, l.qbits
 			for j := l.head; v.drop < l.size; v.drop++ {
-				if j == len(l.ring) {
+				if j == len(ring) {
 					j = 0
 				}
-				at, n := unpack(l.ring[j], l.base, l.qbits)
+				at, n := unpack(ring[j], base, qbits)
 				if at+q.Window > now {
 					break
 				}
@@ -248,18 +249,17 @@ func slidingLog(now int64, l *swLog, q WindowQuota, qty int64) (Decision, swView
 // apply drops the requests that left the window and records qty at now
 // when the decision admitted it. It returns the change in the log's bytes.
 func (l *swLog) apply(v swView, now int64, qty, limit int64, admitted bool) int64 {
-	before := l.bytes()
+	before, c := l.bytes(), l.capacity()
 	if v.drop > 0 {
 		l.total -= v.gone
 		l.head += v.drop
-		if c := l.capacity(); l.head >= c {
+		if l.head >= c {
 			l.head -= c
 		}
 		l.size -= v.drop
 	}
 	if admitted && qty > 0 {
 		n := uint32(qty)
-		c := l.capacity()
 		if l.size == c {
 			l.resize(growTo(c, l.size, limit), now, n)
 			c = l.capacity()
@@ -278,7 +278,7 @@ func (l *swLog) apply(v swView, now int64, qty, limit int64, admitted bool) int6
 		l.size++
 		l.total += qty
 	}
-	if c := l.capacity(); c > 16 && l.size <= c/4 {
+	if c > 16 && l.size <= c/4 {
 		l.resize(c/2, 0, 0)
 	}
 	return l.bytes() - before
