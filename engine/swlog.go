@@ -14,7 +14,7 @@ import "math/bits"
 // take the rest (2^64 ns when qbits is 0; 2^47 ns, 39 hours, for
 // quantities up to 131,072; 2^32 ns, 4.3s, for the largest). A request
 // that does not fit re-encodes the ring in place with a new base (the
-// oldest time held) and split. Where the held requests would not leave
+// earliest time held) and split. Where the held requests would not leave
 // half the offset range free after that, the log takes the wide form
 // instead: the ring's first c words are the times, the words after them
 // its c quantities two to a word, 12 bytes a request. The form is chosen
@@ -150,6 +150,7 @@ type swSpan struct {
 	any    bool
 }
 
+// add counts one request.
 func (s *swSpan) add(at int64, n uint32) {
 	if !s.any {
 		s.lo, s.hi, s.any = at, at, true
@@ -159,9 +160,9 @@ func (s *swSpan) add(at int64, n uint32) {
 
 // compact returns the base and split of a compact ring holding the
 // requests, and false when they need the wide form: when their times
-// would leave less than half of the offsets free, so that rebasing stays
-// rare (at most once per half the offset range, at least 2s) however long
-// the window.
+// would leave less than half of the offsets free. So, while the clock
+// moves forward, at least half the offset range (2^31 ns, 2.1s, at the
+// least) passes between two re-encodings, however long the window.
 func (s *swSpan) compact() (base int64, qbits uint8, ok bool) {
 	q := uint8(bits.Len32(s.maxQ1))
 	return s.lo, q, uint64(s.hi)-uint64(s.lo) <= 1<<(63-q)
