@@ -256,23 +256,6 @@ func (s *shard) merge(ent *entry, rec Record) bool {
 	return taken
 }
 
-// newSWLog returns a sliding log holding the requests at times with
-// quantities qs, oldest first, in a ring whose capacity is the smallest
-// power of two (at least 4) that holds them, as the log grows.
-func newSWLog(times []int64, qs []uint32) *swLog {
-	c := 4
-	for c < len(times) {
-		c *= 2
-	}
-	l := &swLog{at: make([]int64, c), n: make([]uint32, c), size: len(times)}
-	copy(l.at, times)
-	copy(l.n, qs)
-	for _, n := range qs {
-		l.total += int64(n)
-	}
-	return l
-}
-
 // Backing is a store that keeps a copy of the keyspace, written behind and
 // read back at start. The persist package implements it over Redis.
 type Backing interface {

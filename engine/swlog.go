@@ -1,37 +1,191 @@
 package engine
 
-// swLog is a sliding-log key's recorded requests in arrival order: a ring of
-// arrival times (ns since the epoch) with each request's quantity, 12 bytes
-// a request. Not safe for concurrent use; guarded by the shard's lock.
+import "math/bits"
+
+// swLog is a sliding-log key's recorded requests in arrival order: a ring
+// of arrival times (ns since the epoch), each with its quantity. Not safe
+// for concurrent use; guarded by the shard's lock.
+//
+// The ring has two forms. The compact form, which almost every log takes,
+// packs a request into one word, 8 bytes: its time as an offset from base
+// in the high bits and its quantity less 1 in the low qbits bits. How the
+// 64 bits are split follows the requests held: qbits is as small as their
+// largest quantity allows (0 when each request counts 1), and the offsets
+// take the rest (2^64 ns when qbits is 0; 2^47 ns, 39 hours, for
+// quantities up to 131,072; 2^32 ns, 4.3s, for the largest). A request
+// that does not fit re-encodes the ring in place with a new base (the
+// earliest time held) and split. Where the held requests would not leave
+// half the offset range free after that, the log takes the wide form
+// instead: the ring's first c words are the times, the words after them
+// its c quantities two to a word, 12 bytes a request. The form is chosen
+// again, from the requests held, whenever the ring is resized.
 type swLog struct {
-	at    []int64
-	n     []uint32
+	ring  []uint64
+	base  int64 // compact form: the time offsets count from
 	head  int   // index of the oldest request
 	size  int   // requests held
-	total int64 // sum of n over the requests held
+	total int64 // sum of the quantities held
+	qbits uint8 // compact form: low bits holding a quantity less 1
+	wide  bool
 }
 
-// swEntryBytes is what one recorded request costs.
-const swEntryBytes = 12
+// swEntryBytes is what one recorded request costs in the compact form.
+const swEntryBytes = 8
 
-// bytes is the memory the log's arrays take, for the keyspace's estimate.
+// bytes is the memory the log's ring takes, for the keyspace's estimate.
 func (l *swLog) bytes() int64 {
 	if l == nil {
 		return 0
 	}
-	return int64(cap(l.at))*8 + int64(cap(l.n))*4
+	return int64(cap(l.ring)) * 8
+}
+
+// capacity is the number of requests the ring holds.
+func (l *swLog) capacity() int {
+	if l.wide {
+		return len(l.ring) * 2 / 3 // len is c + (c+1)/2
+	}
+	return len(l.ring)
+}
+
+// wideLen is the length of a wide ring of capacity c.
+func wideLen(c int) int {
+	return c + (c+1)/2
 }
 
 // get returns the i-th oldest request.
 func (l *swLog) get(i int) (at int64, n int64) {
-	j := (l.head + i) % len(l.at)
-	return l.at[j], int64(l.n[j])
+	a, q := l.get0(i)
+	return a, int64(q)
+}
+
+// get0 is get with the quantity as stored.
+func (l *swLog) get0(i int) (int64, uint32) {
+	if l.wide {
+		return l.getWide(i)
+	}
+	j := l.head + i
+	if j >= len(l.ring) {
+		j -= len(l.ring)
+	}
+	return unpack(l.ring[j], l.base, l.qbits)
+}
+
+// getWide is get0 in the wide form.
+func (l *swLog) getWide(i int) (int64, uint32) {
+	c := l.capacity()
+	j := l.head + i
+	if j >= c {
+		j -= c
+	}
+	return int64(l.ring[j]), uint32(l.ring[c+j/2] >> (32 * (j & 1)))
+}
+
+// newest returns the arrival time of the newest request; the log must not
+// be empty. A wide ring's base and qbits are 0, so that its times read as
+// a compact ring's do.
+func (l *swLog) newest() int64 {
+	j := l.head + l.size - 1
+	if c := l.capacity(); j >= c {
+		j -= c
+	}
+	return int64(uint64(l.base) + l.ring[j]>>(l.qbits&63))
+}
+
+// leavingWide returns how many of the oldest requests of a wide ring left
+// a window ending at now, and their total quantity.
+func (l *swLog) leavingWide(now, window int64) (drop int, n int64) {
+	for ; drop < l.size; drop++ {
+		at, q := l.getWide(drop)
+		if at+window > now {
+			break
+		}
+		n += int64(q)
+	}
+	return drop, n
+}
+
+// set writes request j of the ring, which must fit its form.
+func (l *swLog) set(j int, at int64, n uint32) {
+	if !l.wide {
+		l.ring[j] = pack(at, n, l.base, l.qbits)
+		return
+	}
+	l.setWide(j, at, n)
+}
+
+// setWide is set in the wide form.
+func (l *swLog) setWide(j int, at int64, n uint32) {
+	c := l.capacity()
+	l.ring[j] = uint64(at)
+	shift := 32 * uint(j&1)
+	w := &l.ring[c+j/2]
+	*w = *w&^(0xffff_ffff<<shift) | uint64(n)<<shift
+}
+
+// pack is the compact form of a request at at of quantity n; n less 1
+// wraps, so that a quantity of 0 (which a restored log may hold) takes
+// all 32 bits and comes back as 0. qbits is at most 32: the shifts say
+// &63 only to spare the check of a shift by 64 or more.
+func pack(at int64, n uint32, base int64, qbits uint8) uint64 {
+	return (uint64(at)-uint64(base))<<(qbits&63) | uint64(n-1)
+}
+
+// unpack is the request packed in e.
+func unpack(e uint64, base int64, qbits uint8) (int64, uint32) {
+	return int64(uint64(base) + e>>(qbits&63)), uint32(e&(1<<(qbits&63)-1)) + 1
+}
+
+// fits reports whether the compact ring holds a request at at of quantity
+// n as it is encoded now.
+func (l *swLog) fits(at int64, n uint32) bool {
+	off := uint64(at) - uint64(l.base)
+	return at >= l.base && off>>((63-l.qbits)&63)>>1 == 0 && uint64(n-1)>>(l.qbits&63) == 0
+}
+
+// swSpan gathers what choosing a form needs to know of some requests.
+type swSpan struct {
+	lo, hi int64  // earliest and latest time
+	maxQ1  uint32 // largest quantity less 1 (wrapping, as pack does)
+	any    bool
+}
+
+// add counts one request.
+func (s *swSpan) add(at int64, n uint32) {
+	if !s.any {
+		s.lo, s.hi, s.any = at, at, true
+	}
+	s.lo, s.hi, s.maxQ1 = min(s.lo, at), max(s.hi, at), max(s.maxQ1, n-1)
+}
+
+// compact returns the base and split of a compact ring holding the
+// requests, and false when they need the wide form: when their times
+// would leave less than half of the offsets free. So, while the clock
+// moves forward, at least half the offset range (2^31 ns, 2.1s, at the
+// least) passes between two re-encodings, however long the window.
+func (s *swSpan) compact() (base int64, qbits uint8, ok bool) {
+	q := uint8(bits.Len32(s.maxQ1))
+	return s.lo, q, uint64(s.hi)-uint64(s.lo) <= 1<<(63-q)
+}
+
+// span returns what choosing a form needs to know of the requests held and
+// of one more, at at, of quantity n, unless n is 0.
+func (l *swLog) span(at int64, n uint32) swSpan {
+	var s swSpan
+	for i := range l.size {
+		s.add(l.get0(i))
+	}
+	if n > 0 {
+		s.add(at, n)
+	}
+	return s
 }
 
 // swView is what a sliding-log decision needs to apply it: how many of the
-// oldest requests left the window.
+// oldest requests left the window, and their total quantity.
 type swView struct {
 	drop int
+	gone int64
 }
 
 // slidingLog decides a sliding-log request without changing the log: the
@@ -42,22 +196,31 @@ func slidingLog(now int64, l *swLog, q WindowQuota, qty int64) (Decision, swView
 	var v swView
 	size, total := 0, int64(0)
 	if l != nil {
-		for v.drop < l.size {
-			at, n := l.get(v.drop)
-			if at+q.Window > now {
-				break
+		if l.wide {
+			v.drop, v.gone = l.leavingWide(now, q.Window)
+		} else {
+			// The compact ring's loop, written out: every decision runs it.
+			ring, base, qbits := l.ring, l.base, l.qbits
+			for j := l.head; v.drop < l.size; v.drop++ {
+				if j == len(ring) {
+					j = 0
+				}
+				at, n := unpack(ring[j], base, qbits)
+				if at+q.Window > now {
+					break
+				}
+				j++
+				v.gone += int64(n)
 			}
-			v.drop++
-			total -= n
 		}
-		size, total = l.size-v.drop, l.total+total
+		size, total = l.size-v.drop, l.total-v.gone
 	}
 	if qty <= q.Limit-total {
 		d.Remaining = q.Limit - total - qty
 		if size > 0 || qty > 0 {
 			newest := now
 			if qty == 0 {
-				newest, _ = l.get(l.size - 1)
+				newest = l.newest()
 			}
 			d.ResetAfter = newest + q.Window - now
 		}
@@ -66,8 +229,7 @@ func slidingLog(now int64, l *swLog, q WindowQuota, qty int64) (Decision, swView
 	d.Limited = true
 	d.Remaining = max(q.Limit-total, 0)
 	if size > 0 {
-		newest, _ := l.get(l.size - 1)
-		d.ResetAfter = newest + q.Window - now
+		d.ResetAfter = l.newest() + q.Window - now
 	}
 	if qty > q.Limit {
 		return d, v
@@ -88,32 +250,67 @@ func slidingLog(now int64, l *swLog, q WindowQuota, qty int64) (Decision, swView
 // apply drops the requests that left the window and records qty at now
 // when the decision admitted it. It returns the change in the log's bytes.
 func (l *swLog) apply(v swView, now int64, qty, limit int64, admitted bool) int64 {
-	before := l.bytes()
-	for ; v.drop > 0; v.drop-- {
-		_, n := l.get(0)
-		l.total -= n
-		l.head = (l.head + 1) % len(l.at)
-		l.size--
+	before, c := l.bytes(), l.capacity()
+	if v.drop > 0 {
+		l.total -= v.gone
+		l.head += v.drop
+		if l.head >= c {
+			l.head -= c
+		}
+		l.size -= v.drop
 	}
 	if admitted && qty > 0 {
-		if l.size == len(l.at) {
-			l.resize(growTo(len(l.at), l.size, limit))
+		n := uint32(qty)
+		if l.size == c {
+			l.resize(growTo(c, l.size, limit), now, n)
+			c = l.capacity()
+		} else if !l.wide && !l.fits(now, n) {
+			l.rebase(now, n)
 		}
-		j := (l.head + l.size) % len(l.at)
-		l.at[j], l.n[j] = now, uint32(qty)
+		j := l.head + l.size
+		if j >= c {
+			j -= c
+		}
+		if l.wide {
+			l.setWide(j, now, n)
+		} else {
+			l.ring[j] = pack(now, n, l.base, l.qbits)
+		}
 		l.size++
 		l.total += qty
 	}
-	if len(l.at) > 16 && l.size <= len(l.at)/4 {
-		l.resize(len(l.at) / 2)
+	if c > 16 && l.size <= c/4 {
+		l.resize(c/2, 0, 0)
 	}
 	return l.bytes() - before
 }
 
+// rebase re-encodes the compact ring in place for the requests held and
+// one more, at at, of quantity n; or, where they need it, moves them to
+// the wide form.
+func (l *swLog) rebase(at int64, n uint32) {
+	s := l.span(at, n)
+	base, qbits, ok := s.compact()
+	if !ok {
+		l.resize(l.capacity(), at, n)
+		return
+	}
+	c := len(l.ring)
+	for i := range l.size {
+		j := l.head + i
+		if j >= c {
+			j -= c
+		}
+		a, q := unpack(l.ring[j], l.base, l.qbits)
+		l.ring[j] = pack(a, q, base, qbits)
+	}
+	l.base, l.qbits = base, qbits
+}
+
 // growTo is the capacity a full ring of c slots grows to: double, but never
 // past the limit, since a log never holds more requests than its limit (each
-// costs at least 1); so a key at its limit uses 12 bytes a request, not the
-// up to 24 that doubling would leave. It is at least size+1, should the
+// costs at least 1); so a key at its limit uses 8 bytes a request, not the
+// up to 16 that doubling would leave. It is at least size+1, should the
 // limit have been lowered since the requests were recorded.
 func growTo(c, size int, limit int64) int {
 	n := max(2*c, 4)
@@ -123,24 +320,48 @@ func growTo(c, size int, limit int64) int {
 	return n
 }
 
-// resize moves the requests into arrays of capacity c, oldest first.
-func (l *swLog) resize(c int) {
-	at, n := make([]int64, c), make([]uint32, c)
-	for i := 0; i < l.size; i++ {
-		at[i], n[i] = l.get0(i)
+// resize moves the requests into a ring of capacity c, oldest first, in
+// the form that they and one more, at at, of quantity n (unless n is 0)
+// fit.
+func (l *swLog) resize(c int, at int64, n uint32) {
+	s := l.span(at, n)
+	old := *l
+	l.alloc(c, &s)
+	for i := range old.size {
+		at, n := old.get0(i)
+		l.set(i, at, n)
 	}
-	l.at, l.n, l.head = at, n, 0
 }
 
-// get0 is get with the quantity as stored.
-func (l *swLog) get0(i int) (int64, uint32) {
-	j := (l.head + i) % len(l.at)
-	return l.at[j], l.n[j]
+// alloc gives the log an empty ring of capacity c in the form that the
+// requests in s fit.
+func (l *swLog) alloc(c int, s *swSpan) {
+	base, qbits, ok := s.compact()
+	l.head, l.base, l.qbits, l.wide = 0, base, qbits, !ok
+	if ok {
+		l.ring = make([]uint64, c)
+	} else {
+		l.ring, l.base, l.qbits = make([]uint64, wideLen(c)), 0, 0
+	}
 }
 
-// newest returns the arrival time of the newest request; the log must not
-// be empty.
-func (l *swLog) newest() int64 {
-	at, _ := l.get(l.size - 1)
-	return at
+// newSWLog returns a sliding log holding the requests at times with
+// quantities qs, oldest first, in a ring whose capacity is the smallest
+// power of two (at least 4) that holds them, as the log grows.
+func newSWLog(times []int64, qs []uint32) *swLog {
+	c := 4
+	for c < len(times) {
+		c *= 2
+	}
+	var s swSpan
+	for i, at := range times {
+		s.add(at, qs[i])
+	}
+	l := &swLog{size: len(times)}
+	l.alloc(c, &s)
+	for i, at := range times {
+		l.set(i, at, qs[i])
+		l.total += int64(qs[i])
+	}
+	return l
 }
