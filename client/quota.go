@@ -89,7 +89,7 @@ func GCRA(maxBurst, count int64, period time.Duration) Quota {
 
 // SlidingLog is the exact sliding window, answered by SW.THROTTLE: at most
 // limit requests in any window. The server keeps every admitted request's
-// time (12 bytes each), so memory per key grows with the limit. window is a
+// time (8 bytes each), so memory per key grows with the limit. window is a
 // whole number of milliseconds, 1 ms to 100 years; limit 1 to 4294967295.
 func SlidingLog(limit int64, window time.Duration) Quota { return windowQuota(familySW, limit, window) }
 
