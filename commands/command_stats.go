@@ -11,14 +11,25 @@ type statsSnapshot struct {
 }
 
 func (s *commandStats) snapshot() statsSnapshot {
-	return statsSnapshot{s.calls.Load(), s.usec.Load(), s.rejected.Load(), s.failed.Load()}
+	var sum statsSnapshot
+	for i := range s.stripes {
+		st := &s.stripes[i]
+		sum.calls += st.calls.Load()
+		sum.usec += st.usec.Load()
+		sum.rejected += st.rejected.Load()
+		sum.failed += st.failed.Load()
+	}
+	return sum
 }
 
 func (s *commandStats) reset() {
-	s.calls.Store(0)
-	s.usec.Store(0)
-	s.rejected.Store(0)
-	s.failed.Store(0)
+	for i := range s.stripes {
+		st := &s.stripes[i]
+		st.calls.Store(0)
+		st.usec.Store(0)
+		st.rejected.Store(0)
+		st.failed.Store(0)
+	}
 }
 
 // writeCommandStats appends INFO commandstats' lines: one per command or
@@ -53,6 +64,5 @@ func (c *Commands) resetStats() {
 			sub.stats.reset()
 		}
 	}
-	c.processed.Store(0)
-	c.errors.Store(0)
+	c.totals.reset()
 }

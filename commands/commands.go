@@ -51,14 +51,15 @@ type Commands struct {
 	table   *table
 	started time.Time
 
-	// counters for INFO stats
-	processed atomic.Int64
-	errors    atomic.Int64
+	// totals are INFO stats' counters, allocated on their own so that
+	// counting does not share a cache line with the fields above.
+	totals *totals
 }
 
-// commandStats are INFO commandstats' counters for one command.
+// commandStats are INFO commandstats' counters for one command, one copy
+// per stripe (see counterStripes).
 type commandStats struct {
-	calls, usec, rejected, failed atomic.Int64
+	stripes [counterStripes]statsStripe
 }
 
 // Context is what a handler gets besides its arguments.
@@ -68,8 +69,8 @@ type Context struct {
 	// Tx is the transaction the command runs in (inside EXEC), or nil.
 	Tx *engine.Txn
 
-	cmds    *Commands
-	metrics *commandMetrics // the running command's, or nil
+	cmds   *Commands
+	counts *metricsStripe // the running command's metrics, the client's stripe; or nil
 }
 
 // Engine returns the keyspace.
@@ -83,7 +84,7 @@ func New(opts Options) *Commands {
 	if opts.Host == nil {
 		opts.Host = noHost{}
 	}
-	c := &Commands{opts: opts, started: time.Now()}
+	c := &Commands{opts: opts, started: time.Now(), totals: new(totals)}
 	c.table = newTable(c.all())
 	c.table.byName["exec"].Run = c.exec
 	return c
@@ -194,18 +195,23 @@ func (c *Commands) resolve(args [][]byte) (*Command, string) {
 // run calls the handler and counts the call, its time and its outcome.
 func (c *Commands) run(ctx *Context, ew *errorCounter, cmd *Command, args [][]byte) {
 	o := c.observer()
-	ctx.metrics = o.byCommand[cmd]
+	s := stripeOf(ctx.Client.ID)
+	ctx.counts = nil
+	if m := o.byCommand[cmd]; m != nil {
+		ctx.counts = &m.stripes[s]
+	}
 	start := ctx.Client.commandStart()
 	cmd.Run(ctx, ew, args)
 	d := ctx.Client.commandEnd(start)
 	c.observe(ctx, o, cmd, args, d, ew.errors)
-	c.processed.Add(1)
-	st := &cmd.stats
+	t := &c.totals[s]
+	t.processed.Add(1)
+	st := &cmd.stats.stripes[s]
 	st.calls.Add(1)
 	st.usec.Add(d.Microseconds())
 	if ew.errors > 0 {
 		st.failed.Add(1)
-		c.errors.Add(1)
+		t.errors.Add(1)
 	}
 	ctx.Client.LastActive = start
 }
@@ -213,10 +219,11 @@ func (c *Commands) run(ctx *Context, ew *errorCounter, cmd *Command, args [][]by
 // reject answers a command that could not run (unknown, wrong arity); inside
 // MULTI it also makes EXEC abort.
 func (c *Commands) reject(w Writer, cl *Client, cmd *Command, msg string) {
+	s := stripeOf(cl.ID)
 	if cmd != nil {
-		cmd.stats.rejected.Add(1)
+		cmd.stats.stripes[s].rejected.Add(1)
 	}
-	c.errors.Add(1)
+	c.totals[s].errors.Add(1)
 	if cl.multi != nil {
 		cl.multi.failed = true
 	}

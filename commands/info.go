@@ -148,8 +148,8 @@ func infoStats(b *strings.Builder, ctx *Context) {
 		"expired_keys:%d\r\nevicted_keys:%d\r\nevicted_clients:0\r\n"+
 		"pubsub_channels:0\r\npubsub_patterns:0\r\npubsubshard_channels:0\r\n"+
 		"total_error_replies:%d\r\n",
-		host.TotalConnections, c.processed.Load(), host.RejectedConnections,
-		ctx.Engine().ExpiredKeys(), ctx.Engine().EvictedKeys(), c.errors.Load())
+		host.TotalConnections, c.totals.processed(), host.RejectedConnections,
+		ctx.Engine().ExpiredKeys(), ctx.Engine().EvictedKeys(), c.totals.errors())
 	allowed, limited := c.decisions()
 	fmt.Fprintf(b, "throttle_allowed_calls:%d\r\nthrottle_limited_calls:%d\r\n", allowed, limited)
 }

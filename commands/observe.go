@@ -56,14 +56,17 @@ func (c *Commands) Metrics() []CommandMetrics {
 	o := c.observer()
 	out := make([]CommandMetrics, 0, len(o.ordered))
 	for _, m := range o.ordered {
-		s := CommandMetrics{
-			Name: m.name, Decides: m.decides,
-			Allowed: m.allowed.Load(), Limited: m.limited.Load(), Errors: m.errors.Load(), OK: m.ok.Load(),
-			Buckets: make([]uint64, len(m.buckets)),
-			Sum:     time.Duration(m.sumNanos.Load()),
-		}
-		for i := range m.buckets {
-			s.Buckets[i] = m.buckets[i].Load()
+		s := CommandMetrics{Name: m.name, Decides: m.decides, Buckets: make([]uint64, len(latencyBounds)+1)}
+		for j := range m.stripes {
+			st := &m.stripes[j]
+			s.Allowed += st.allowed.Load()
+			s.Limited += st.limited.Load()
+			s.Errors += st.errors.Load()
+			s.OK += st.ok.Load()
+			s.Sum += time.Duration(st.sumNanos.Load())
+			for i := range st.buckets {
+				s.Buckets[i] += st.buckets[i].Load()
+			}
 		}
 		out = append(out, s)
 	}
@@ -74,27 +77,37 @@ func (c *Commands) Metrics() []CommandMetrics {
 // summed, for INFO.
 func (c *Commands) decisions() (allowed, limited uint64) {
 	for _, m := range c.observer().ordered {
-		allowed += m.allowed.Load()
-		limited += m.limited.Load()
+		for j := range m.stripes {
+			allowed += m.stripes[j].allowed.Load()
+			limited += m.stripes[j].limited.Load()
+		}
 	}
 	return allowed, limited
 }
 
-// commandMetrics are one command's outcome counts and latency histogram.
-// Atomic counters, so that counting a call allocates nothing and takes no
-// lock.
+// commandMetrics are one command's outcome counts and latency histogram,
+// one copy per stripe (see counterStripes). Atomic counters, so that
+// counting a call allocates nothing and takes no lock.
 type commandMetrics struct {
 	name    string
 	decides bool
+	stripes [counterStripes]metricsStripe
+}
+
+// metricsStripe is one copy of a command's metrics, padded so that no two
+// copies share a cache line.
+type metricsStripe struct {
+	decides bool // the command's, copied for record
 
 	allowed, limited, errors, ok atomic.Uint64
 	buckets                      [len(latencyBounds) + 1]atomic.Uint64
 	sumNanos                     atomic.Int64
+	_                            [64]byte
 }
 
 // record counts one call that took d and wrote errors errors. A deciding
 // command's successful call is counted by countDecision instead.
-func (m *commandMetrics) record(d time.Duration, errors int) {
+func (m *metricsStripe) record(d time.Duration, errors int) {
 	i := 0
 	for i < len(latencyBounds) && d > latencyBounds[i] {
 		i++
@@ -139,6 +152,9 @@ func (c *Commands) newObserver() *observer {
 	}
 	add := func(cmd *Command) {
 		m := &commandMetrics{name: cmd.Name, decides: deciding[cmd.Name]}
+		for j := range m.stripes {
+			m.stripes[j].decides = m.decides
+		}
 		o.byCommand[cmd] = m
 		o.ordered = append(o.ordered, m)
 	}
@@ -156,7 +172,7 @@ func (c *Commands) newObserver() *observer {
 // For a command that is not slow it costs a few atomic additions and
 // allocates nothing.
 func (c *Commands) observe(ctx *Context, o *observer, cmd *Command, args [][]byte, d time.Duration, errors int) {
-	if m := ctx.metrics; m != nil {
+	if m := ctx.counts; m != nil {
 		m.record(d, errors)
 	}
 	if sl := o.slowlog; sl != nil && d >= sl.threshold {
@@ -168,7 +184,7 @@ func (c *Commands) observe(ctx *Context, o *observer, cmd *Command, args [][]byt
 // (CL.THROTTLE): allowed, or limited. Its handler calls it as it writes the
 // answer; observe counts the call's time and any error.
 func (ctx *Context) countDecision(limited bool) {
-	m := ctx.metrics
+	m := ctx.counts
 	switch {
 	case m == nil:
 	case limited:

@@ -94,7 +94,7 @@ func TestLatencyBuckets(t *testing.T) {
 		t.Fatalf("LatencyBounds = %v", bounds)
 	}
 	bounds[0] = 0 // a copy: the histogram's own bounds do not change
-	m := &commandMetrics{}
+	m := &metricsStripe{}
 	for _, d := range []time.Duration{0, 5 * time.Microsecond, 5*time.Microsecond + 1, 999 * time.Microsecond,
 		time.Millisecond, time.Second, 2 * time.Second} {
 		m.record(d, 0)
@@ -176,3 +176,50 @@ func TestMaxmemoryReplies(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// TestCountersAddUpAcrossStripes checks that clients counting into
+// different stripes are all counted: INFO's totals, commandstats and the
+// metrics add the copies up, and CONFIG RESETSTAT zeroes every copy.
+func TestCountersAddUpAcrossStripes(t *testing.T) {
+	h := newHarness(t)
+	w := discardWriter{}
+	n := int64(2*counterStripes + 3)
+	for id := int64(1); id <= n; id++ {
+		cl := NewClient(id, "127.0.0.1:50000", "127.0.0.1:6379", h.clock.Now())
+		h.cmds.Dispatch(w, cl, [][]byte{[]byte("CL.THROTTLE"), []byte("k"), []byte("1000"), []byte("1000"), []byte("60")})
+		h.cmds.Dispatch(w, cl, [][]byte{[]byte("CL.THROTTLE"), []byte("k")}) // redis-cell's usage error: failed
+		h.cmds.Dispatch(w, cl, [][]byte{[]byte("TIME"), []byte("x")})         // wrong arity: rejected
+	}
+	if got := h.cmds.totals.processed(); got != 2*n {
+		t.Errorf("processed %d, want %d", got, 2*n)
+	}
+	if got := h.cmds.totals.errors(); got != 2*n {
+		t.Errorf("errors %d, want %d", got, 2*n)
+	}
+	byName := map[string]*Command{}
+	for _, c := range h.cmds.table.sorted {
+		byName[c.Name] = c
+	}
+	if s := byName["cl.throttle"].stats.snapshot(); s.calls != 2*n || s.failed != n || s.rejected != 0 {
+		t.Errorf("cl.throttle commandstats %+v, want calls %d, failed %d", s, 2*n, n)
+	}
+	if s := byName["time"].stats.snapshot(); s.calls != 0 || s.rejected != n {
+		t.Errorf("time commandstats %+v, want rejected %d", s, n)
+	}
+	found := false
+	for _, m := range h.cmds.Metrics() {
+		if m.Name == "cl.throttle" {
+			found = true
+			if m.Allowed != uint64(n) || m.Errors != uint64(n) || m.Calls() != uint64(2*n) {
+				t.Errorf("metrics allowed %d errors %d calls %d, want %d, %d, %d", m.Allowed, m.Errors, m.Calls(), n, n, 2*n)
+			}
+		}
+	}
+	if !found {
+		t.Error("no metrics for cl.throttle")
+	}
+	h.cmds.resetStats()
+	if s := byName["cl.throttle"].stats.snapshot(); s != (statsSnapshot{}) || h.cmds.totals.processed() != 0 || h.cmds.totals.errors() != 0 {
+		t.Errorf("after reset: %+v, processed %d, errors %d", s, h.cmds.totals.processed(), h.cmds.totals.errors())
+	}
+}
