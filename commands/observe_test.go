@@ -188,7 +188,7 @@ func TestCountersAddUpAcrossStripes(t *testing.T) {
 		cl := NewClient(id, "127.0.0.1:50000", "127.0.0.1:6379", h.clock.Now())
 		h.cmds.Dispatch(w, cl, [][]byte{[]byte("CL.THROTTLE"), []byte("k"), []byte("1000"), []byte("1000"), []byte("60")})
 		h.cmds.Dispatch(w, cl, [][]byte{[]byte("CL.THROTTLE"), []byte("k")}) // redis-cell's usage error: failed
-		h.cmds.Dispatch(w, cl, [][]byte{[]byte("TIME"), []byte("x")})         // wrong arity: rejected
+		h.cmds.Dispatch(w, cl, [][]byte{[]byte("TIME"), []byte("x")})        // wrong arity: rejected
 	}
 	if got := h.cmds.totals.processed(); got != 2*n {
 		t.Errorf("processed %d, want %d", got, 2*n)
