@@ -9,10 +9,11 @@ import (
 	"github.com/tidwall/redcon"
 )
 
-// serveConn registers a new connection and starts its goroutine, or
-// refuses it while shutting down, at MaxClients or in protected mode.
-func (s *Server) serveConn(nc net.Conn) {
-	if c := s.accept(nc); c != nil {
+// serveConn registers a new connection and hands it to an event loop or
+// starts its goroutine, or refuses it while shutting down, at MaxClients
+// or in protected mode.
+func (s *Server) serveConn(nc net.Conn, loops *loopGroup) {
+	if c := s.accept(nc); c != nil && !loops.take(c) {
 		go c.serve()
 	}
 }

@@ -22,6 +22,9 @@ const (
 	// DefaultTLSHandshakeTimeout bounds a TLS handshake when
 	// Config.TLSHandshakeTimeout is 0.
 	DefaultTLSHandshakeTimeout = 10 * time.Second
+	// DefaultEventLoops is how many event loops serve plain-TCP
+	// connections when Config.EventLoops is 0.
+	DefaultEventLoops = 1
 )
 
 // maxProtoBulkLen bounds Config.ProtoMaxBulkLen so that no offset the reader
@@ -114,6 +117,14 @@ type Config struct {
 	// Redis's timeout: the connection is closed without a reply. 0 or less
 	// means never (Redis's default, timeout 0).
 	IdleTimeout time.Duration
+	// EventLoops is how many event loops serve plain-TCP connections on
+	// Linux: each is a goroutine that waits on an epoll instance for its
+	// connections' sockets, runs the requests that arrive, and writes the
+	// replies, so that a request costs a read and a write, as in Redis. 0
+	// means DefaultEventLoops; a negative value turns the loops off, and
+	// every connection gets a goroutine of its own, as TLS connections
+	// always do and as every connection does on other systems.
+	EventLoops int
 }
 
 // withDefaults returns cfg with every zero value replaced by its default.
@@ -146,6 +157,18 @@ func (cfg Config) withDefaults() Config {
 		cfg.IdleTimeout = 0
 	}
 	return cfg
+}
+
+// eventLoops returns how many event loops to start: none with TLS, when
+// turned off, or where the system has none.
+func (s *Server) eventLoops() int {
+	switch {
+	case !haveEventLoops || s.cfg.TLS != nil || s.cfg.EventLoops < 0:
+		return 0
+	case s.cfg.EventLoops == 0:
+		return DefaultEventLoops
+	}
+	return s.cfg.EventLoops
 }
 
 // limits returns the framing limits cfg asks for.

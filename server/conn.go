@@ -45,11 +45,20 @@ type conn struct {
 	idleTimeout  time.Duration // Config.IdleTimeout; 0 for none
 	authRequired func() bool   // whether the client must still authenticate; nil: never
 
+	// On an event loop (Linux, plain TCP): the socket and the state of its
+	// batch, used by the loop's goroutine only; lp is nil otherwise.
+	lp *evloop
+	ls loopState
+
 	mu      sync.Mutex // guards the fields below
 	snap    commands.ClientInfo
 	idle    bool // blocked reading the socket, every reply flushed
 	closing bool // Shutdown asked to close between two batches
 	closed  bool
+	// On an event loop: why another goroutine closed the connection, and
+	// since when it has been idle.
+	closeErr  error
+	idleSince time.Time
 }
 
 // serve runs the connection until it ends. Each read from the socket
@@ -100,11 +109,22 @@ func (c *conn) runBatch() error {
 			return errQuit // its reply is flushed, the rest dropped
 		}
 		if c.w.buffered() > maxBatchReply {
-			if err := c.w.flush(); err != nil {
+			if err := c.flushMidBatch(); err != nil {
 				return err
 			}
 		}
 	}
+}
+
+// flushMidBatch sends the replies of a batch that has buffered more than
+// maxBatchReply. On an event loop, it returns errWouldBlock when the socket
+// cannot take them all now: the batch stops there and goes on once they
+// are sent.
+func (c *conn) flushMidBatch() error {
+	if c.lp != nil {
+		return c.lp.send(c)
+	}
+	return c.w.flush()
 }
 
 // read reads the next bytes from the socket into the buffer. A read error

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -278,10 +279,15 @@ func (l *testListener) waitClosed(t *testing.T) {
 	}
 }
 
-// countingConn counts Write calls: one per flushed batch.
+// countingConn counts Write calls: one per flushed batch. It hands its
+// socket to an event loop as the connection it wraps would.
 type countingConn struct {
 	net.Conn
 	writes *atomic.Int64
+}
+
+func (c *countingConn) SyscallConn() (syscall.RawConn, error) {
+	return c.Conn.(syscall.Conn).SyscallConn()
 }
 
 func (c *countingConn) Write(p []byte) (int, error) {
@@ -371,4 +377,11 @@ func cmd(args ...string) string {
 		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
 	}
 	return b.String()
+}
+
+// forEachPath runs test on the default path (event loops where the system
+// has them) and with every connection on a goroutine of its own.
+func forEachPath(t *testing.T, test func(t *testing.T, cfg Config)) {
+	t.Run("default", func(t *testing.T) { test(t, Config{}) })
+	t.Run("goroutines", func(t *testing.T) { test(t, Config{EventLoops: -1}) })
 }

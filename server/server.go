@@ -24,9 +24,14 @@ type Server struct {
 	lim    limits
 	nextID atomic.Int64 // the last client id given out
 
+	// writeSocket, if set before Serve, is what the event loops call for
+	// write(2); the server's tests count the replies' writes with it.
+	writeSocket func(fd int, p []byte) (int, error)
+
 	mu        sync.Mutex // guards the fields below
 	ln        *listener
-	shutdown  bool // Shutdown or Close has been called
+	loops     *loopGroup // nil when every connection has a goroutine
+	shutdown  bool       // Shutdown or Close has been called
 	conns     map[*conn]struct{}
 	total     int64         // connections accepted
 	rejected  int64         // connections refused for MaxClients or protected mode
@@ -65,7 +70,8 @@ func (s *Server) ListenAndServe() error {
 	return s.Serve(ln)
 }
 
-// Serve accepts connections on ln, serving each on its own goroutine, until
+// Serve accepts connections on ln, serving them on event loops (see
+// Config.EventLoops) or each on its own goroutine, until
 // Shutdown or Close, after which it returns ErrServerClosed; it closes ln.
 // It returns another error only if ln fails, after closing every
 // connection. A Server serves one listener:
@@ -83,13 +89,21 @@ func (s *Server) Serve(ln net.Listener) error {
 		return errAlreadyServing
 	}
 	s.ln = l
+	if n := s.eventLoops(); n > 0 {
+		loops, err := newLoopGroup(s, n)
+		if err != nil {
+			s.log.Error("server: no event loops; every connection gets a goroutine", "err", err)
+		}
+		s.loops = loops
+	}
+	loops := s.loops
 	l.start()
 	s.mu.Unlock()
 
 	for {
 		nc, err := l.next()
 		if err == nil {
-			s.serveConn(nc)
+			s.serveConn(nc, loops)
 			continue
 		}
 		if errors.Is(err, errStopped) {
@@ -98,6 +112,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		// The listener failed: serving ends, and so do the connections.
 		_ = l.stopAccepting()
 		l.waitHandshakes()
+		loops.stop()
 		for _, c := range s.connList() {
 			_ = c.close()
 		}
@@ -123,7 +138,7 @@ func (s *Server) Addr() net.Addr {
 // connections at once and returns ctx.Err(); a handler still running then
 // finishes on its own. Serve returns ErrServerClosed.
 func (s *Server) Shutdown(ctx context.Context) error {
-	ln, conns := s.beginShutdown()
+	ln, conns, loops := s.beginShutdown()
 	var err error
 	if ln != nil {
 		err = ln.stopAccepting()
@@ -134,6 +149,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	select {
 	case <-s.drained:
+		if lerr := loops.wait(ctx); lerr != nil {
+			err = lerr
+		}
 	case <-ctx.Done():
 		for _, c := range s.connList() {
 			_ = c.close()
@@ -148,7 +166,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // connection's goroutine has finished, which waits for handlers that are
 // running. Serve returns ErrServerClosed.
 func (s *Server) Close() error {
-	ln, conns := s.beginShutdown()
+	ln, conns, loops := s.beginShutdown()
 	var err error
 	if ln != nil {
 		err = ln.stopAccepting()
@@ -158,17 +176,21 @@ func (s *Server) Close() error {
 		_ = c.close()
 	}
 	<-s.drained
+	_ = loops.wait(context.Background())
 	return err
 }
 
-// beginShutdown marks the server as shutting down and returns its listener
-// and connections.
-func (s *Server) beginShutdown() (*listener, []*conn) {
+// beginShutdown marks the server as shutting down, tells its event loops
+// to end once their connections have, and returns its listener,
+// connections and loops.
+func (s *Server) beginShutdown() (*listener, []*conn, *loopGroup) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.shutdown = true
 	s.checkDrainedLocked()
-	return s.ln, s.connListLocked()
+	ln, conns, loops := s.ln, s.connListLocked(), s.loops
+	s.mu.Unlock()
+	loops.stop()
+	return ln, conns, loops
 }
 
 // checkDrainedLocked closes s.drained once the server is shutting down and

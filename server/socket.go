@@ -59,6 +59,9 @@ func (c *conn) shutdown() {
 	defer c.mu.Unlock()
 	c.closing = true
 	if c.idle {
+		if c.closeErr == nil {
+			c.closeErr = errShutdown
+		}
 		_ = c.closeLocked()
 	}
 }
@@ -70,11 +73,19 @@ func (c *conn) close() error {
 	return c.closeLocked()
 }
 
-// closeLocked closes the socket once. c.mu is held.
+// closeLocked closes the socket once. c.mu is held. On an event loop, it
+// shuts the socket down, which the peer sees at once, and leaves closing
+// the descriptor to the loop, which alone uses it.
 func (c *conn) closeLocked() error {
 	if c.closed {
 		return nil
 	}
 	c.closed = true
+	if c.lp != nil {
+		if c.closeErr == nil {
+			c.closeErr = net.ErrClosed
+		}
+		return c.ls.shutdownSocket()
+	}
 	return c.nc.Close()
 }

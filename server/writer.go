@@ -44,11 +44,17 @@ func (w *replyWriter) flush() error {
 		return nil
 	}
 	_, err := w.dst.Write(w.out)
+	w.reset()
+	return err
+}
+
+// reset empties the buffer once its replies are sent, giving back one
+// grown past maxKeptReplyBuf.
+func (w *replyWriter) reset() {
 	w.out, w.start = w.out[:0], 0
 	if cap(w.out) > maxKeptReplyBuf {
 		w.out = nil
 	}
-	return err
 }
 
 func (w *replyWriter) resp3() bool { return w.client.Proto == 3 }

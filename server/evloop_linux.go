@@ -1,0 +1,332 @@
+//go:build linux
+
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// haveEventLoops reports whether this system has event loops.
+const haveEventLoops = true
+
+// maxEvents is how many ready sockets one epoll_wait reports at most.
+const maxEvents = 256
+
+// loopGroup is the server's event loops, with the goroutine that closes
+// their idle connections when Config.IdleTimeout is set.
+type loopGroup struct {
+	loops []*evloop
+	next  int           // the loop the next connection goes to; Serve's goroutine only
+	done  chan struct{} // closed by stop
+	once  sync.Once
+	wg    sync.WaitGroup // every loop and the idle checker
+}
+
+// evloop is one event loop: a goroutine that owns an epoll instance and
+// the connections registered in it. Level-triggered, as Redis's: a
+// readable socket is read once, the requests run and the replies are
+// written at once; what the socket cannot take waits for it to become
+// writable, and the connection is not read meanwhile.
+type evloop struct {
+	srv   *Server
+	epfd  int
+	wakeR int // a pipe whose read end is in the epoll set: a byte written
+	wakeW int // to wakeW wakes epoll_wait
+
+	write func(fd int, p []byte) (int, error) // write(2) or Server.writeSocket
+
+	mu       sync.Mutex // guards the fields below
+	pending  []*conn    // handed over, not yet in the epoll set
+	stopping bool
+
+	// The loop's goroutine only.
+	conns  []*conn // by descriptor
+	count  int     // connections in conns
+	now    time.Time
+	events [maxEvents]syscall.EpollEvent
+}
+
+// loopState is a connection's state on its loop.
+type loopState struct {
+	fd       int
+	sent     int    // how much of the reply buffer the socket has taken
+	interest uint32 // EPOLLIN or EPOLLOUT
+	paused   bool   // the batch stopped at maxBatchReply: go on once sent
+	end      error  // the connection ends once its replies are sent
+}
+
+// errWouldBlock reports that a socket cannot take more bytes now.
+var errWouldBlock = errors.New("server: socket would block")
+
+// newLoopGroup starts n event loops for s.
+func newLoopGroup(s *Server, n int) (*loopGroup, error) {
+	g := &loopGroup{done: make(chan struct{})}
+	for range n {
+		l, err := newEvloop(s)
+		if err != nil {
+			for _, l := range g.loops {
+				l.closeFDs()
+			}
+			return nil, err
+		}
+		g.loops = append(g.loops, l)
+	}
+	for _, l := range g.loops {
+		g.wg.Add(1)
+		go func() {
+			defer g.wg.Done()
+			l.run()
+		}()
+	}
+	if s.cfg.IdleTimeout > 0 {
+		g.wg.Add(1)
+		go func() {
+			defer g.wg.Done()
+			g.closeIdle(s)
+		}()
+	}
+	return g, nil
+}
+
+// newEvloop creates a loop's epoll instance and wake-up pipe.
+func newEvloop(s *Server) (*evloop, error) {
+	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("epoll_create1: %w", err)
+	}
+	var p [2]int
+	if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC|syscall.O_NONBLOCK); err != nil {
+		_ = syscall.Close(epfd)
+		return nil, fmt.Errorf("pipe2: %w", err)
+	}
+	l := &evloop{srv: s, epfd: epfd, wakeR: p[0], wakeW: p[1], write: syscall.Write}
+	if s.writeSocket != nil {
+		l.write = s.writeSocket
+	}
+	ev := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(l.wakeR)}
+	if err := syscall.EpollCtl(epfd, syscall.EPOLL_CTL_ADD, l.wakeR, &ev); err != nil {
+		l.closeFDs()
+		return nil, fmt.Errorf("epoll_ctl: %w", err)
+	}
+	return l, nil
+}
+
+// closeFDs closes the loop's epoll instance and pipe.
+func (l *evloop) closeFDs() {
+	_ = syscall.Close(l.epfd)
+	_ = syscall.Close(l.wakeR)
+	_ = syscall.Close(l.wakeW)
+}
+
+// take hands c, just accepted, to a loop. It returns false if c is to be
+// served by a goroutine instead: its socket is not a plain one, or it
+// cannot be duplicated, or the loops have stopped, or c was closed
+// meanwhile. The loop serves a duplicate of the socket's descriptor, and
+// c.nc is closed, so that Go's poller no longer watches it.
+func (g *loopGroup) take(c *conn) bool {
+	if g == nil {
+		return false
+	}
+	sc, ok := c.nc.(syscall.Conn)
+	if !ok {
+		return false
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	l := g.loops[g.next%len(g.loops)]
+	g.next++
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
+	fd, err := dupFD(rc)
+	if err != nil {
+		return false
+	}
+	l.mu.Lock()
+	if l.stopping {
+		l.mu.Unlock()
+		_ = syscall.Close(fd)
+		return false
+	}
+	_ = c.nc.Close() // the duplicate keeps the socket open
+	c.lp, c.ls = l, loopState{fd: fd, interest: syscall.EPOLLIN}
+	c.idle, c.idleSince = true, time.Now()
+	l.pending = append(l.pending, c)
+	l.mu.Unlock()
+	l.wake()
+	return true
+}
+
+// dupFD duplicates the socket's descriptor, close-on-exec; it shares the
+// socket's flags, non-blocking among them.
+func dupFD(rc syscall.RawConn) (int, error) {
+	nfd, derr := -1, error(nil)
+	err := rc.Control(func(fd uintptr) {
+		r, _, e := syscall.Syscall(syscall.SYS_FCNTL, fd, syscall.F_DUPFD_CLOEXEC, 0)
+		if e != 0 {
+			derr = e
+			return
+		}
+		nfd = int(r)
+	})
+	if err == nil {
+		err = derr
+	}
+	return nfd, err
+}
+
+// stop makes every loop end once its connections are gone, and the idle
+// checker at once. Connections handed over afterwards get goroutines.
+func (g *loopGroup) stop() {
+	if g == nil {
+		return
+	}
+	g.once.Do(func() {
+		close(g.done)
+		for _, l := range g.loops {
+			l.mu.Lock()
+			l.stopping = true
+			l.mu.Unlock()
+			l.wake()
+		}
+	})
+}
+
+// wait waits until every loop's goroutine has ended, or ctx has.
+func (g *loopGroup) wait(ctx context.Context) error {
+	if g == nil {
+		return nil
+	}
+	ended := make(chan struct{})
+	go func() {
+		g.wg.Wait()
+		close(ended)
+	}()
+	select {
+	case <-ended:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// wake makes the loop's epoll_wait return.
+func (l *evloop) wake() {
+	_, _ = syscall.Write(l.wakeW, []byte{1}) // a full pipe is a wake-up already pending
+}
+
+// run is the loop's goroutine: it serves its connections until it is
+// stopped and has none left.
+func (l *evloop) run() {
+	defer l.closeFDs()
+	timed := l.srv.cfg.IdleTimeout > 0
+	stopping := false
+	for !stopping || l.count > 0 {
+		n, err := syscall.EpollWait(l.epfd, l.events[:], -1)
+		if err != nil {
+			if err == syscall.EINTR {
+				continue
+			}
+			l.srv.log.Error("server: epoll_wait failed; the event loop closes its connections", "err", err)
+			l.closeAll(err)
+			return
+		}
+		if timed {
+			l.now = time.Now()
+		}
+		for i := range n {
+			ev := &l.events[i]
+			fd := int(ev.Fd)
+			if fd == l.wakeR {
+				stopping = l.adopt()
+				continue
+			}
+			if fd < len(l.conns) && l.conns[fd] != nil {
+				l.serve(l.conns[fd], ev.Events)
+			}
+		}
+	}
+}
+
+// adopt registers the connections handed over since the last call, and
+// reports whether the loop is stopping.
+func (l *evloop) adopt() bool {
+	var b [64]byte
+	for {
+		if n, _ := syscall.Read(l.wakeR, b[:]); n < len(b) {
+			break
+		}
+	}
+	l.mu.Lock()
+	pending, stopping := l.pending, l.stopping
+	l.pending = nil
+	l.mu.Unlock()
+	for _, c := range pending {
+		fd := c.ls.fd
+		for fd >= len(l.conns) {
+			l.conns = append(l.conns, make([]*conn, len(l.conns)+64)...)
+		}
+		l.conns[fd] = c
+		l.count++
+		ev := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(fd)}
+		if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, fd, &ev); err != nil {
+			l.end(c, fmt.Errorf("epoll_ctl: %w", err))
+		}
+	}
+	return stopping
+}
+
+// closeAll ends every connection of the loop with err.
+func (l *evloop) closeAll(err error) {
+	l.mu.Lock()
+	l.stopping = true // connections accepted from now on get goroutines
+	l.mu.Unlock()
+	l.adopt()
+	for _, c := range l.conns {
+		if c != nil {
+			l.end(c, err)
+		}
+	}
+}
+
+// closeIdle closes loop connections idle for Config.IdleTimeout, checking
+// several times per timeout, until the group stops. It runs off the
+// loops, so that it closes them even while a long command holds their
+// loop; a connection's goroutine gets the same from its read deadline.
+func (g *loopGroup) closeIdle(s *Server) {
+	timeout := s.cfg.IdleTimeout
+	t := time.NewTicker(min(max(timeout/10, 10*time.Millisecond), time.Second))
+	defer t.Stop()
+	for {
+		select {
+		case <-g.done:
+			return
+		case now := <-t.C:
+			for _, c := range s.connList() {
+				c.mu.Lock()
+				if c.lp != nil && c.idle && !c.closed && now.Sub(c.idleSince) >= timeout {
+					c.closeErr = errIdleTimeout
+					_ = c.closeLocked()
+				}
+				c.mu.Unlock()
+			}
+		}
+	}
+}
+
+// shutdownSocket shuts the socket down in both directions: the peer sees
+// the connection end, and the loop, woken by the hang-up, closes the
+// descriptor. Unlike closing it, this is safe while the loop uses it.
+func (ls *loopState) shutdownSocket() error {
+	return syscall.Shutdown(ls.fd, syscall.SHUT_RDWR)
+}
