@@ -64,6 +64,9 @@ func (h *fakeHandler) Dispatch(w commands.Writer, c *commands.Client, args [][]b
 		for _, ci := range infos {
 			w.WriteBulkString(fmt.Sprintf("id=%d name=%s", ci.ID, ci.Name))
 		}
+	case name == "big" && len(args) == 2: // a bulk string of n bytes
+		n, _ := strconv.Atoi(string(args[1]))
+		w.WriteBulk(bytes.Repeat([]byte{'x'}, n))
 	case name == "w" && len(args) == 2:
 		writeSample(w, string(args[1]))
 	default:

@@ -130,7 +130,9 @@ func TestProtectedModeOverTCP(t *testing.T) {
 	}
 }
 
-func TestIdleTimeout(t *testing.T) {
+func TestIdleTimeout(t *testing.T) { forEachPath(t, testIdleTimeout) }
+
+func testIdleTimeout(t *testing.T, cfg Config) {
 	const idle = 200 * time.Millisecond
 	cases := []struct {
 		name string
@@ -173,7 +175,9 @@ func TestIdleTimeout(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			h := start(t, Config{IdleTimeout: idle})
+			cfg := cfg
+			cfg.IdleTimeout = idle
+			h := start(t, cfg)
 			c.run(h)
 			h.logs.wait(t, "server: connection closed")
 			if !strings.Contains(h.logs.String(), "err=server: idle timeout") {

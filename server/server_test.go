@@ -48,8 +48,10 @@ func testPipelineRepliesInOrderInOneFlush(t *testing.T, cfg Config) {
 	}
 }
 
-func TestQuitClosesAfterReply(t *testing.T) {
-	h := start(t, Config{})
+func TestQuitClosesAfterReply(t *testing.T) { forEachPath(t, testQuitClosesAfterReply) }
+
+func testQuitClosesAfterReply(t *testing.T, cfg Config) {
+	h := start(t, cfg)
 	c := h.dial()
 	c.send("PING\r\nQUIT\r\nPING\r\n")
 	c.expect("+PONG\r\n+OK\r\n")
@@ -60,8 +62,10 @@ func TestQuitClosesAfterReply(t *testing.T) {
 	}
 }
 
-func TestPanicIsRecovered(t *testing.T) {
-	h := start(t, Config{})
+func TestPanicIsRecovered(t *testing.T) { forEachPath(t, testPanicIsRecovered) }
+
+func testPanicIsRecovered(t *testing.T, cfg Config) {
+	h := start(t, cfg)
 	a, b := h.dial(), h.dial()
 	internal := func(name string) string {
 		return "-" + fmt.Sprintf(commands.MsgInternal, name) + "\r\n"

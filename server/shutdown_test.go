@@ -9,7 +9,11 @@ import (
 )
 
 func TestShutdownLetsRunningBatchFinish(t *testing.T) {
-	h := start(t, Config{})
+	forEachPath(t, testShutdownLetsRunningBatchFinish)
+}
+
+func testShutdownLetsRunningBatchFinish(t *testing.T, cfg Config) {
+	h := start(t, cfg)
 	busy, idle := h.dial(), h.dial()
 	idle.send("PING\r\n")
 	idle.expect("+PONG\r\n")
@@ -44,8 +48,10 @@ func TestShutdownLetsRunningBatchFinish(t *testing.T) {
 	}
 }
 
-func TestShutdownContextEndsFirst(t *testing.T) {
-	h := start(t, Config{})
+func TestShutdownContextEndsFirst(t *testing.T) { forEachPath(t, testShutdownContextEndsFirst) }
+
+func testShutdownContextEndsFirst(t *testing.T, cfg Config) {
+	h := start(t, cfg)
 	busy := h.dial()
 	busy.send("SLOW\r\n")
 	h.waitSlow()
@@ -83,8 +89,10 @@ func TestShutdownWithoutServe(t *testing.T) {
 	}
 }
 
-func TestCloseDropsConnections(t *testing.T) {
-	h := start(t, Config{})
+func TestCloseDropsConnections(t *testing.T) { forEachPath(t, testCloseDropsConnections) }
+
+func testCloseDropsConnections(t *testing.T, cfg Config) {
+	h := start(t, cfg)
 	c := h.dial()
 	c.send("PING\r\n")
 	c.expect("+PONG\r\n")

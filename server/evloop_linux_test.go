@@ -1,0 +1,110 @@
+//go:build linux
+
+package server
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// bigReplies is a pipeline whose replies (32 MiB) are far more than the
+// socket buffers hold and than maxBatchReply, and the replies it gets.
+func bigReplies() (req, want string) {
+	const n, size = 64, 512 << 10
+	reply := "$524288\r\n" + strings.Repeat("x", size) + "\r\n"
+	return strings.Repeat("BIG 524288\r\n", n) + "PING\r\n", strings.Repeat(reply, n) + "+PONG\r\n"
+}
+
+// startOneLoop serves cfg on a single event loop, counting its writes.
+func startOneLoop(t *testing.T, cfg Config) (*harness, *atomic.Int64) {
+	t.Helper()
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var writes atomic.Int64
+	cfg.EventLoops = 1
+	h := startOn(t, inner, cfg, func(s *Server) { countLoopWrites(s, &writes) })
+	return h, &writes
+}
+
+func TestLoopSlowReaderDoesNotHoldOthers(t *testing.T) {
+	h, writes := startOneLoop(t, Config{})
+	slow, other := h.dial(), h.dial()
+	req, want := bigReplies()
+	slow.send(req) // and read nothing yet: the loop must not wait for it
+
+	for range 3 {
+		other.send("PING\r\n")
+		other.expect("+PONG\r\n")
+	}
+	slow.expect(want)
+	slow.send("PING\r\n")
+	slow.expect("+PONG\r\n")
+	if writes.Load() == 0 {
+		t.Error("the event loop wrote nothing: the connections were not on it")
+	}
+}
+
+func TestLoopShutdownWaitsForPendingReplies(t *testing.T) {
+	h, _ := startOneLoop(t, Config{})
+	slow, idle := h.dial(), h.dial()
+	idle.send("PING\r\n")
+	idle.expect("+PONG\r\n")
+	req, want := bigReplies()
+	slow.send(req)
+	// The first reply arriving shows the batch has run up to where the
+	// socket could take no more.
+	slow.expect(want[:1])
+
+	done := make(chan error, 1)
+	go func() { done <- h.srv.Shutdown(context.Background()) }()
+	idle.expectClosed()
+	select {
+	case err := <-done:
+		t.Fatalf("Shutdown returned %v with replies unsent", err)
+	default:
+	}
+	slow.expect(want[1:])
+	slow.expectClosed()
+	if err := <-done; err != nil {
+		t.Errorf("Shutdown = %v", err)
+	}
+}
+
+func TestLoopCloseWhileRepliesPending(t *testing.T) {
+	h, _ := startOneLoop(t, Config{})
+	slow := h.dial()
+	req, want := bigReplies()
+	slow.send(req)
+	slow.expect(want[:1])
+	if err := h.srv.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+		t.Fatal(err)
+	}
+	slow.SetReadDeadline(time.Now().Add(testTimeout))
+	got, err := io.ReadAll(slow)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatal("connection still open after Close")
+	}
+	if len(got) >= len(want)-1 {
+		t.Errorf("every reply arrived (%d bytes) although Close dropped them", len(got))
+	}
+}
+
+func TestLoopHalfClosedClientGetsReplies(t *testing.T) {
+	h, _ := startOneLoop(t, Config{})
+	c := h.dial()
+	c.send("PING\r\n" + cmd("ECHO", "a"))
+	if err := c.Conn.(*net.TCPConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	c.expect("+PONG\r\n$1\r\na\r\n")
+	c.expectClosed()
+}
