@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cellserver/cellserver/persist"
+	"github.com/cellserver/cellserver/server"
 )
 
 // config is what the command line and the environment ask for. Its zero
@@ -39,6 +40,7 @@ type config struct {
 	tlsCAFile     string
 	protectedMode bool
 	timeout       int // seconds a client may stay idle; 0 for ever
+	eventLoops    int // event loops serving plain-TCP clients; 0 for a goroutine per client
 
 	maxmemory         int64
 	slowlogSlowerThan int64 // µs
@@ -83,6 +85,7 @@ func parseConfig(args []string, env func(string) string, stderr io.Writer) (conf
 		protectedMode:     true,
 		slowlogSlowerThan: 10000,
 		slowlogMaxLen:     128,
+		eventLoops:        server.DefaultEventLoops,
 	}
 	opts := []option{
 		{"addr", "CELLSERVER_ADDR", "`host:port` to listen on (port 0 picks a free port)", (*addrValue)(&cfg.addr)},
@@ -100,6 +103,7 @@ func parseConfig(args []string, env func(string) string, stderr io.Writer) (conf
 		{"tls-key-file", "CELLSERVER_TLS_KEY_FILE", "`path` of the server's TLS private key (PEM)", (*stringValue)(&cfg.tlsKeyFile)},
 		{"tls-ca-cert-file", "CELLSERVER_TLS_CA_CERT_FILE", "`path` of the CA certificates (PEM) that client certificates must be signed by; set, clients must present one", (*stringValue)(&cfg.tlsCAFile)},
 		{"protected-mode", "CELLSERVER_PROTECTED_MODE", "refuse non-loopback clients while listening beyond loopback with no password, as Redis does (yes or no)", (*yesNoValue)(&cfg.protectedMode)},
+		{"event-loops", "CELLSERVER_EVENT_LOOPS", "`count` of event loops serving plain-TCP clients on Linux, each on one core at a time, as Redis's one thread; 0 serves each client on its own goroutine instead", (*nonNegativeInt)(&cfg.eventLoops)},
 		{"timeout", "CELLSERVER_TIMEOUT", "close a client idle for this many `seconds` (0: never)", (*nonNegativeInt)(&cfg.timeout)},
 		{"maxmemory", "CELLSERVER_MAXMEMORY", "bound on the keyspace's estimated size in `bytes` (100mb, 1gb, ...); the keys that expire soonest are evicted first; 0 for none", (*sizeValue)(&cfg.maxmemory)},
 		{"slowlog-log-slower-than", "CELLSERVER_SLOWLOG_LOG_SLOWER_THAN", "`microseconds` from which a command enters the slow log; 0 logs every command, negative none", (*int64Value)(&cfg.slowlogSlowerThan)},

@@ -17,7 +17,7 @@ func envMap(m map[string]string) func(string) string {
 
 func TestParseConfig(t *testing.T) {
 	defaults := config{addr: defaultAddr, logLevel: slog.LevelInfo, logFormat: "text", protoMaxBulkLen: 512 << 20, flushInterval: 250 * time.Millisecond,
-		protectedMode: true, slowlogSlowerThan: 10000, slowlogMaxLen: 128}
+		protectedMode: true, slowlogSlowerThan: 10000, slowlogMaxLen: 128, eventLoops: 1}
 	with := func(f func(*config)) config {
 		c := defaults
 		f(&c)
@@ -68,11 +68,12 @@ func TestParseConfig(t *testing.T) {
 			"CELLSERVER_REQUIREPASS": "pw", "CELLSERVER_USERS_FILE": "/u", "CELLSERVER_TLS_CERT_FILE": "/c",
 			"CELLSERVER_TLS_KEY_FILE": "/k", "CELLSERVER_TLS_CA_CERT_FILE": "/ca", "CELLSERVER_PROTECTED_MODE": "no",
 			"CELLSERVER_TIMEOUT": "30", "CELLSERVER_MAXMEMORY": "100mb", "CELLSERVER_SLOWLOG_LOG_SLOWER_THAN": "-1",
-			"CELLSERVER_SLOWLOG_MAX_LEN": "5", "CELLSERVER_METRICS_ADDR": ":9121",
+			"CELLSERVER_SLOWLOG_MAX_LEN": "5", "CELLSERVER_METRICS_ADDR": ":9121", "CELLSERVER_EVENT_LOOPS": "2",
 		}, want: config{addr: "127.0.0.1:7001", shards: 64, logLevel: slog.LevelError, logFormat: "json", protoMaxBulkLen: 2 << 20,
 			backingRedis: "rediss://u:p@h:1", backingPrefix: "p:", flushInterval: 2 * time.Second, backingRequired: true,
 			requirepass: "pw", usersFile: "/u", tlsCertFile: "/c", tlsKeyFile: "/k", tlsCAFile: "/ca",
-			timeout: 30, maxmemory: 100 << 20, slowlogSlowerThan: -1, slowlogMaxLen: 5, metricsAddr: ":9121"}},
+			timeout: 30, maxmemory: 100 << 20, slowlogSlowerThan: -1, slowlogMaxLen: 5, metricsAddr: ":9121", eventLoops: 2}},
+		{name: "no event loops", args: []string{"--event-loops", "0"}, want: with(func(c *config) { c.eventLoops = 0 })},
 		{name: "protected mode flag", args: []string{"--protected-mode", "no"}, want: with(func(c *config) { c.protectedMode = false })},
 		{name: "maxmemory zero", args: []string{"--maxmemory", "0"}, want: defaults},
 		{name: "maxmemory small", args: []string{"--maxmemory", "1kb"}, want: with(func(c *config) { c.maxmemory = 1024 })},
@@ -220,6 +221,16 @@ func TestParseConfigHidesPassword(t *testing.T) {
 			if strings.Contains(stderr.String(), "hunter2") || !strings.Contains(stderr.String(), "invalid --backing-redis") {
 				t.Errorf("%q: stderr = %q", url, stderr.String())
 			}
+		}
+	}
+}
+
+// TestEventLoopsToServer: --event-loops 0 turns the server's loops off (a
+// negative count there, where 0 means the default); other counts pass on.
+func TestEventLoopsToServer(t *testing.T) {
+	for in, want := range map[int]int{0: -1, 1: 1, 4: 4} {
+		if got := eventLoops(in); got != want {
+			t.Errorf("eventLoops(%d) = %d, want %d", in, got, want)
 		}
 	}
 }
