@@ -3,66 +3,91 @@ package commands
 import (
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
-// statsSnapshot is a copy of one command's counters.
+// commandStats is what INFO commandstats needs of one command beyond its
+// metrics (observe.go), which count every call, its time and its errors:
+// the calls rejected before they ran, and the metrics as they stood at the
+// last CONFIG RESETSTAT, which INFO subtracts, since the metrics only grow.
+type commandStats struct {
+	rejected atomic.Int64
+
+	mu   sync.Mutex    // guards base
+	base statsSnapshot // calls, nanos and failed at the last reset
+}
+
+// statsSnapshot is one command's INFO commandstats counters.
 type statsSnapshot struct {
-	calls, usec, rejected, failed int64
+	calls, nanos, rejected, failed int64
 }
 
-func (s *commandStats) snapshot() statsSnapshot {
-	var sum statsSnapshot
-	for i := range s.stripes {
-		st := &s.stripes[i]
-		sum.calls += st.calls.Load()
-		sum.usec += st.usec.Load()
-		sum.rejected += st.rejected.Load()
-		sum.failed += st.failed.Load()
-	}
-	return sum
-}
-
-func (s *commandStats) reset() {
-	for i := range s.stripes {
-		st := &s.stripes[i]
-		st.calls.Store(0)
-		st.usec.Store(0)
-		st.rejected.Store(0)
-		st.failed.Store(0)
+// sinceReset returns cmd's counters since the last CONFIG RESETSTAT.
+func (c *Commands) sinceReset(cmd *Command) statsSnapshot {
+	s := c.observer().byCommand[cmd].totals()
+	cmd.stats.mu.Lock()
+	base := cmd.stats.base
+	cmd.stats.mu.Unlock()
+	return statsSnapshot{
+		calls: s.calls - base.calls, nanos: s.nanos - base.nanos, failed: s.failed - base.failed,
+		rejected: cmd.stats.rejected.Load(),
 	}
 }
 
 // writeCommandStats appends INFO commandstats' lines: one per command or
 // subcommand that has been called, rejected or failed.
-func writeCommandStats(b *strings.Builder, cmds []*Command) {
-	line := func(name string, s statsSnapshot) {
+func (c *Commands) writeCommandStats(b *strings.Builder) {
+	line := func(cmd *Command) {
+		s := c.sinceReset(cmd)
 		if s.calls == 0 && s.rejected == 0 && s.failed == 0 {
 			return
 		}
+		usec := s.nanos / 1000
 		perCall := 0.0
 		if s.calls > 0 {
-			perCall = float64(s.usec) / float64(s.calls)
+			perCall = float64(usec) / float64(s.calls)
 		}
 		fmt.Fprintf(b, "cmdstat_%s:calls=%d,usec=%d,usec_per_call=%.2f,rejected_calls=%d,failed_calls=%d\r\n",
-			name, s.calls, s.usec, perCall, s.rejected, s.failed)
+			cmd.Name, s.calls, usec, perCall, s.rejected, s.failed)
 	}
-	for _, cmd := range cmds {
-		line(cmd.Name, cmd.stats.snapshot()) // a container's own calls: bare COMMAND
+	c.eachCommand(line)
+}
+
+// eachCommand calls fn for every command and subcommand, in the table's
+// order (a container before its subcommands: its own calls are bare COMMAND).
+func (c *Commands) eachCommand(fn func(*Command)) {
+	for _, cmd := range c.table.sorted {
+		fn(cmd)
 		for _, sub := range cmd.Sub {
-			line(sub.Name, sub.stats.snapshot())
+			fn(sub)
 		}
 	}
 }
 
-// resetStats zeroes the command counters and INFO's totals (CONFIG
-// RESETSTAT). The host's connection counters and the engine's expired-key
-// count are not ours to reset.
+// totals are INFO stats' total_commands_processed and total_error_replies
+// since the last CONFIG RESETSTAT: the commands' calls, and their failed and
+// rejected calls plus the unknown commands.
+func (c *Commands) totals() (processed, errors int64) {
+	c.eachCommand(func(cmd *Command) {
+		s := c.sinceReset(cmd)
+		processed += s.calls
+		errors += s.failed + s.rejected
+	})
+	return processed, errors + c.unknown.Load()
+}
+
+// resetStats zeroes INFO's command counters and totals (CONFIG RESETSTAT);
+// the metrics keep counting. The host's connection counters and the
+// engine's expired-key count are not ours to reset.
 func (c *Commands) resetStats() {
-	for _, cmd := range c.table.sorted {
-		cmd.stats.reset()
-		for _, sub := range cmd.Sub {
-			sub.stats.reset()
-		}
-	}
-	c.totals.reset()
+	o := c.observer()
+	c.eachCommand(func(cmd *Command) {
+		s := o.byCommand[cmd].totals()
+		cmd.stats.mu.Lock()
+		cmd.stats.base = s
+		cmd.stats.mu.Unlock()
+		cmd.stats.rejected.Store(0)
+	})
+	c.unknown.Store(0)
 }

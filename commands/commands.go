@@ -51,15 +51,9 @@ type Commands struct {
 	table   *table
 	started time.Time
 
-	// totals are INFO stats' counters, allocated on their own so that
-	// counting does not share a cache line with the fields above.
-	totals *totals
-}
-
-// commandStats are INFO commandstats' counters for one command, one copy
-// per stripe (see counterStripes).
-type commandStats struct {
-	stripes [counterStripes]statsStripe
+	// unknown counts the unknown commands, errors that belong to no
+	// command, for INFO's total_error_replies.
+	unknown atomic.Int64
 }
 
 // Context is what a handler gets besides its arguments.
@@ -69,8 +63,9 @@ type Context struct {
 	// Tx is the transaction the command runs in (inside EXEC), or nil.
 	Tx *engine.Txn
 
-	cmds   *Commands
-	counts *metricsStripe // the running command's metrics, the client's stripe; or nil
+	cmds    *Commands
+	metrics *commandMetrics // the running command's, or nil
+	stripe  int             // the client's copy of the metrics (stripeOf)
 }
 
 // Engine returns the keyspace.
@@ -84,7 +79,7 @@ func New(opts Options) *Commands {
 	if opts.Host == nil {
 		opts.Host = noHost{}
 	}
-	c := &Commands{opts: opts, started: time.Now(), totals: new(totals)}
+	c := &Commands{opts: opts, started: time.Now()}
 	c.table = newTable(c.all())
 	c.table.byName["exec"].Run = c.exec
 	return c
@@ -144,31 +139,14 @@ func (c *Commands) Dispatch(w Writer, cl *Client, args [][]byte) {
 
 // resolveFor is resolve, trying first the command cl sent last.
 func (c *Commands) resolveFor(cl *Client, args [][]byte) (*Command, string) {
-	if last := cl.last; last != nil && len(last.Sub) == 0 && equalFoldASCII(args[0], last.Name) {
+	if last := cl.last; last != nil && equalFold(args[0], last.Name) {
 		return last, ""
 	}
 	cmd, msg := c.resolve(args)
-	if cmd != nil && len(cmd.Sub) == 0 && equalFoldASCII(args[0], cmd.Name) {
-		cl.last = cmd
+	if cmd != nil && len(cmd.Sub) == 0 && equalFold(args[0], cmd.Name) {
+		cl.last = cmd // a command without subcommands, found by its name
 	}
 	return cmd, msg
-}
-
-// equalFoldASCII reports whether b equals lower, a lower-case name, in any
-// ASCII case.
-func equalFoldASCII(b []byte, lower string) bool {
-	if len(b) != len(lower) {
-		return false
-	}
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != lower[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // resolve finds the table row for args: the command, or for a container
@@ -195,35 +173,22 @@ func (c *Commands) resolve(args [][]byte) (*Command, string) {
 // run calls the handler and counts the call, its time and its outcome.
 func (c *Commands) run(ctx *Context, ew *errorCounter, cmd *Command, args [][]byte) {
 	o := c.observer()
-	s := stripeOf(ctx.Client.ID)
-	ctx.counts = nil
-	if m := o.byCommand[cmd]; m != nil {
-		ctx.counts = &m.stripes[s]
-	}
+	ctx.metrics, ctx.stripe = o.byCommand[cmd], stripeOf(ctx.Client.ID)
 	start := ctx.Client.commandStart()
 	cmd.Run(ctx, ew, args)
 	d := ctx.Client.commandEnd(start)
 	c.observe(ctx, o, cmd, args, d, ew.errors)
-	t := &c.totals[s]
-	t.processed.Add(1)
-	st := &cmd.stats.stripes[s]
-	st.calls.Add(1)
-	st.usec.Add(d.Microseconds())
-	if ew.errors > 0 {
-		st.failed.Add(1)
-		t.errors.Add(1)
-	}
 	ctx.Client.LastActive = start
 }
 
 // reject answers a command that could not run (unknown, wrong arity); inside
 // MULTI it also makes EXEC abort.
 func (c *Commands) reject(w Writer, cl *Client, cmd *Command, msg string) {
-	s := stripeOf(cl.ID)
 	if cmd != nil {
-		cmd.stats.stripes[s].rejected.Add(1)
+		cmd.stats.rejected.Add(1)
+	} else {
+		c.unknown.Add(1)
 	}
-	c.totals[s].errors.Add(1)
 	if cl.multi != nil {
 		cl.multi.failed = true
 	}

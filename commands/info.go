@@ -35,7 +35,7 @@ func infoSections() []infoSection {
 		}},
 		{[]string{"commandstats"}, false, func(b *strings.Builder, ctx *Context) {
 			b.WriteString("# Commandstats\r\n")
-			writeCommandStats(b, ctx.cmds.table.sorted)
+			ctx.cmds.writeCommandStats(b)
 		}},
 		{[]string{"cluster"}, true, func(b *strings.Builder, _ *Context) {
 			b.WriteString("# Cluster\r\ncluster_enabled:0\r\n")
@@ -143,13 +143,14 @@ func infoPersistence(b *strings.Builder, ctx *Context) {
 func infoStats(b *strings.Builder, ctx *Context) {
 	c := ctx.cmds
 	host := c.opts.Host.Stats()
+	processed, errors := c.totals()
 	fmt.Fprintf(b, "# Stats\r\n"+
 		"total_connections_received:%d\r\ntotal_commands_processed:%d\r\nrejected_connections:%d\r\n"+
 		"expired_keys:%d\r\nevicted_keys:%d\r\nevicted_clients:0\r\n"+
 		"pubsub_channels:0\r\npubsub_patterns:0\r\npubsubshard_channels:0\r\n"+
 		"total_error_replies:%d\r\n",
-		host.TotalConnections, c.totals.processed(), host.RejectedConnections,
-		ctx.Engine().ExpiredKeys(), ctx.Engine().EvictedKeys(), c.totals.errors())
+		host.TotalConnections, processed, host.RejectedConnections,
+		ctx.Engine().ExpiredKeys(), ctx.Engine().EvictedKeys(), errors)
 	allowed, limited := c.decisions()
 	fmt.Fprintf(b, "throttle_allowed_calls:%d\r\nthrottle_limited_calls:%d\r\n", allowed, limited)
 }

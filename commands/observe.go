@@ -56,34 +56,54 @@ func (c *Commands) Metrics() []CommandMetrics {
 	o := c.observer()
 	out := make([]CommandMetrics, 0, len(o.ordered))
 	for _, m := range o.ordered {
-		s := CommandMetrics{Name: m.name, Decides: m.decides, Buckets: make([]uint64, len(latencyBounds)+1)}
-		for j := range m.stripes {
-			st := &m.stripes[j]
-			s.Allowed += st.allowed.Load()
-			s.Limited += st.limited.Load()
-			s.Errors += st.errors.Load()
-			s.OK += st.ok.Load()
-			s.Sum += time.Duration(st.sumNanos.Load())
-			for i := range st.buckets {
-				s.Buckets[i] += st.buckets[i].Load()
-			}
-		}
-		out = append(out, s)
+		out = append(out, m.sum())
 	}
 	return out
+}
+
+// sum adds up m's stripes.
+func (m *commandMetrics) sum() CommandMetrics {
+	s := CommandMetrics{Name: m.name, Decides: m.decides, Buckets: make([]uint64, len(latencyBounds)+1)}
+	for j := range m.stripes {
+		st := &m.stripes[j]
+		s.Allowed += st.allowed.Load()
+		s.Limited += st.limited.Load()
+		s.Errors += st.errors.Load()
+		s.OK += st.ok.Load()
+		s.Sum += time.Duration(st.sumNanos.Load())
+		for i := range st.buckets {
+			s.Buckets[i] += st.buckets[i].Load()
+		}
+	}
+	return s
+}
+
+// totals returns m's calls, their time and the failed ones, for INFO
+// commandstats.
+func (m *commandMetrics) totals() statsSnapshot {
+	s := m.sum()
+	return statsSnapshot{calls: int64(s.Calls()), nanos: int64(s.Sum), failed: int64(s.Errors)}
 }
 
 // decisions returns the deciding commands' allowed and limited answers,
 // summed, for INFO.
 func (c *Commands) decisions() (allowed, limited uint64) {
 	for _, m := range c.observer().ordered {
-		for j := range m.stripes {
-			allowed += m.stripes[j].allowed.Load()
-			limited += m.stripes[j].limited.Load()
-		}
+		s := m.sum()
+		allowed += s.Allowed
+		limited += s.Limited
 	}
 	return allowed, limited
 }
+
+// counterStripes is how many copies of each command's metrics there are. A
+// client counts into the copy its ID picks, so that connections running on
+// different cores seldom write to the same cache line; readers add the
+// copies up. Two connections share a copy one time in counterStripes.
+const counterStripes = 16
+
+// stripeOf is the copy of the metrics client id counts into.
+func stripeOf(id int64) int { return int(uint64(id) % counterStripes) }
 
 // commandMetrics are one command's outcome counts and latency histogram,
 // one copy per stripe (see counterStripes). Atomic counters, so that
@@ -97,8 +117,6 @@ type commandMetrics struct {
 // metricsStripe is one copy of a command's metrics, padded so that no two
 // copies share a cache line.
 type metricsStripe struct {
-	decides bool // the command's, copied for record
-
 	allowed, limited, errors, ok atomic.Uint64
 	buckets                      [len(latencyBounds) + 1]atomic.Uint64
 	sumNanos                     atomic.Int64
@@ -107,7 +125,7 @@ type metricsStripe struct {
 
 // record counts one call that took d and wrote errors errors. A deciding
 // command's successful call is counted by countDecision instead.
-func (m *metricsStripe) record(d time.Duration, errors int) {
+func (m *metricsStripe) record(d time.Duration, errors int, decides bool) {
 	i := 0
 	for i < len(latencyBounds) && d > latencyBounds[i] {
 		i++
@@ -117,7 +135,7 @@ func (m *metricsStripe) record(d time.Duration, errors int) {
 	switch {
 	case errors > 0:
 		m.errors.Add(1)
-	case !m.decides:
+	case !decides:
 		m.ok.Add(1)
 	}
 }
@@ -152,9 +170,6 @@ func (c *Commands) newObserver() *observer {
 	}
 	add := func(cmd *Command) {
 		m := &commandMetrics{name: cmd.Name, decides: deciding[cmd.Name]}
-		for j := range m.stripes {
-			m.stripes[j].decides = m.decides
-		}
 		o.byCommand[cmd] = m
 		o.ordered = append(o.ordered, m)
 	}
@@ -172,8 +187,8 @@ func (c *Commands) newObserver() *observer {
 // For a command that is not slow it costs a few atomic additions and
 // allocates nothing.
 func (c *Commands) observe(ctx *Context, o *observer, cmd *Command, args [][]byte, d time.Duration, errors int) {
-	if m := ctx.counts; m != nil {
-		m.record(d, errors)
+	if m := ctx.metrics; m != nil {
+		m.stripes[ctx.stripe].record(d, errors, m.decides)
 	}
 	if sl := o.slowlog; sl != nil && d >= sl.threshold {
 		sl.add(ctx, cmd, args, d)
@@ -184,12 +199,12 @@ func (c *Commands) observe(ctx *Context, o *observer, cmd *Command, args [][]byt
 // (CL.THROTTLE): allowed, or limited. Its handler calls it as it writes the
 // answer; observe counts the call's time and any error.
 func (ctx *Context) countDecision(limited bool) {
-	m := ctx.counts
+	m := ctx.metrics
 	switch {
 	case m == nil:
 	case limited:
-		m.limited.Add(1)
+		m.stripes[ctx.stripe].limited.Add(1)
 	default:
-		m.allowed.Add(1)
+		m.stripes[ctx.stripe].allowed.Add(1)
 	}
 }

@@ -97,7 +97,7 @@ func TestLatencyBuckets(t *testing.T) {
 	m := &metricsStripe{}
 	for _, d := range []time.Duration{0, 5 * time.Microsecond, 5*time.Microsecond + 1, 999 * time.Microsecond,
 		time.Millisecond, time.Second, 2 * time.Second} {
-		m.record(d, 0)
+		m.record(d, 0, false)
 	}
 	snap := CommandMetrics{Buckets: make([]uint64, len(m.buckets))}
 	for i := range m.buckets {
@@ -184,26 +184,24 @@ func TestCountersAddUpAcrossStripes(t *testing.T) {
 	h := newHarness(t)
 	w := discardWriter{}
 	n := int64(2*counterStripes + 3)
+	h.cmds.Dispatch(w, h.client, [][]byte{[]byte("NOSUCH")}) // unknown: an error of no command
 	for id := int64(1); id <= n; id++ {
 		cl := NewClient(id, "127.0.0.1:50000", "127.0.0.1:6379", h.clock.Now())
 		h.cmds.Dispatch(w, cl, [][]byte{[]byte("CL.THROTTLE"), []byte("k"), []byte("1000"), []byte("1000"), []byte("60")})
 		h.cmds.Dispatch(w, cl, [][]byte{[]byte("CL.THROTTLE"), []byte("k")}) // redis-cell's usage error: failed
 		h.cmds.Dispatch(w, cl, [][]byte{[]byte("TIME"), []byte("x")})        // wrong arity: rejected
 	}
-	if got := h.cmds.totals.processed(); got != 2*n {
-		t.Errorf("processed %d, want %d", got, 2*n)
-	}
-	if got := h.cmds.totals.errors(); got != 2*n {
-		t.Errorf("errors %d, want %d", got, 2*n)
+	if processed, errors := h.cmds.totals(); processed != 2*n || errors != 2*n+1 {
+		t.Errorf("processed %d errors %d, want %d and %d", processed, errors, 2*n, 2*n+1)
 	}
 	byName := map[string]*Command{}
 	for _, c := range h.cmds.table.sorted {
 		byName[c.Name] = c
 	}
-	if s := byName["cl.throttle"].stats.snapshot(); s.calls != 2*n || s.failed != n || s.rejected != 0 {
+	if s := h.cmds.sinceReset(byName["cl.throttle"]); s.calls != 2*n || s.failed != n || s.rejected != 0 {
 		t.Errorf("cl.throttle commandstats %+v, want calls %d, failed %d", s, 2*n, n)
 	}
-	if s := byName["time"].stats.snapshot(); s.calls != 0 || s.rejected != n {
+	if s := h.cmds.sinceReset(byName["time"]); s.calls != 0 || s.rejected != n {
 		t.Errorf("time commandstats %+v, want rejected %d", s, n)
 	}
 	found := false
@@ -219,7 +217,14 @@ func TestCountersAddUpAcrossStripes(t *testing.T) {
 		t.Error("no metrics for cl.throttle")
 	}
 	h.cmds.resetStats()
-	if s := byName["cl.throttle"].stats.snapshot(); s != (statsSnapshot{}) || h.cmds.totals.processed() != 0 || h.cmds.totals.errors() != 0 {
-		t.Errorf("after reset: %+v, processed %d, errors %d", s, h.cmds.totals.processed(), h.cmds.totals.errors())
+	processed, errors := h.cmds.totals()
+	if s := h.cmds.sinceReset(byName["cl.throttle"]); s != (statsSnapshot{}) || processed != 0 || errors != 0 {
+		t.Errorf("after reset: %+v, processed %d, errors %d", s, processed, errors)
+	}
+	// The metrics keep counting across the reset.
+	for _, m := range h.cmds.Metrics() {
+		if m.Name == "cl.throttle" && m.Calls() != uint64(2*n) {
+			t.Errorf("metrics after reset: %d calls, want %d", m.Calls(), 2*n)
+		}
 	}
 }
