@@ -1,6 +1,9 @@
 package commands
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // TestBatchChainsCommandTimes checks that in a batch each command starts
 // when the one before it ended: the batch's start, then each end in turn.
@@ -30,11 +33,13 @@ func TestBatchChainsCommandTimes(t *testing.T) {
 // started a batch for times each command on its own.
 func TestOutsideBatchReadsTheClock(t *testing.T) {
 	h := newHarness(t)
+	h.client.LastActive = time.Time{}
+	before := time.Now()
 	h.do("PING")
 	if h.client.batch || !h.client.mark.IsZero() {
 		t.Fatalf("batch %v, mark %v: want no batch", h.client.batch, h.client.mark)
 	}
-	if h.client.LastActive.IsZero() {
-		t.Fatal("LastActive not set")
+	if h.client.LastActive.Before(before) {
+		t.Fatalf("LastActive %v, want the clock read as PING started, after %v", h.client.LastActive, before)
 	}
 }
