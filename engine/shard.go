@@ -258,9 +258,13 @@ func (s *shard) compactNames() {
 
 // sweepCursor carries a sweep's progress through the bucket it stopped in
 // from one batch to the next: how many of the bucket's last items it found
-// alive and filed at their expiry already.
+// alive and filed at their expiry already, and how many items the bucket
+// held then. Between two batches the lock is let go; if the bucket's size
+// has changed meanwhile (a key removed or filed there), the count no longer
+// says which items were seen, and the bucket is taken from its end again.
 type sweepCursor struct {
 	bucket uint32
+	size   int
 	done   int
 }
 
@@ -275,8 +279,8 @@ func (s *shard) sweep(nowMs int64, max int, cur *sweepCursor) (removed int, more
 		if b == nil || bucketStart(b.num) >= nowMs {
 			return removed, false
 		}
-		if b.num != cur.bucket {
-			*cur = sweepCursor{bucket: b.num}
+		if b.num != cur.bucket || len(b.slots) != cur.size {
+			*cur = sweepCursor{bucket: b.num, size: len(b.slots)}
 		}
 		j := len(b.slots) - 1 - cur.done
 		if j < 0 {
@@ -295,6 +299,7 @@ func (s *shard) sweep(nowMs int64, max int, cur *sweepCursor) (removed int, more
 		default:
 			cur.done++
 		}
+		cur.size = len(b.slots) // this batch's own removals keep the count right
 	}
 	return removed, true
 }
