@@ -25,6 +25,7 @@ type loopGroup struct {
 	done  chan struct{} // closed by stop
 	once  sync.Once
 	wg    sync.WaitGroup // every loop and the idle checker
+	ended chan struct{}  // closed once wg is done
 }
 
 // evloop is one event loop: a goroutine that owns an epoll instance and
@@ -40,14 +41,14 @@ type evloop struct {
 
 	write func(fd int, p []byte) (int, error) // write(2) or Server.writeSocket
 
-	mu       sync.Mutex // guards the fields below
+	mu       sync.Mutex // guards the fields below, and writes to wakeW
 	pending  []*conn    // handed over, not yet in the epoll set
 	stopping bool
+	fdsShut  bool // epfd and the pipe are closed: wakeW's number may be reused
 
 	// The loop's goroutine only.
 	conns  []*conn // by descriptor
 	count  int     // connections in conns
-	now    time.Time
 	events [maxEvents]syscall.EpollEvent
 }
 
@@ -65,7 +66,7 @@ var errWouldBlock = errors.New("server: socket would block")
 
 // newLoopGroup starts n event loops for s.
 func newLoopGroup(s *Server, n int) (*loopGroup, error) {
-	g := &loopGroup{done: make(chan struct{})}
+	g := &loopGroup{done: make(chan struct{}), ended: make(chan struct{})}
 	for range n {
 		l, err := newEvloop(s)
 		if err != nil {
@@ -90,6 +91,10 @@ func newLoopGroup(s *Server, n int) (*loopGroup, error) {
 			g.closeIdle(s)
 		}()
 	}
+	go func() { // ends with the loops, which stop ends
+		g.wg.Wait()
+		close(g.ended)
+	}()
 	return g, nil
 }
 
@@ -118,6 +123,9 @@ func newEvloop(s *Server) (*evloop, error) {
 
 // closeFDs closes the loop's epoll instance and pipe.
 func (l *evloop) closeFDs() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.fdsShut = true
 	_ = syscall.Close(l.epfd)
 	_ = syscall.Close(l.wakeR)
 	_ = syscall.Close(l.wakeW)
@@ -162,8 +170,8 @@ func (g *loopGroup) take(c *conn) bool {
 	c.lp, c.ls = l, loopState{fd: fd, interest: syscall.EPOLLIN}
 	c.idle, c.idleSince = true, time.Now()
 	l.pending = append(l.pending, c)
+	l.wakeLocked()
 	l.mu.Unlock()
-	l.wake()
 	return true
 }
 
@@ -196,8 +204,8 @@ func (g *loopGroup) stop() {
 		for _, l := range g.loops {
 			l.mu.Lock()
 			l.stopping = true
+			l.wakeLocked()
 			l.mu.Unlock()
-			l.wake()
 		}
 	})
 }
@@ -207,29 +215,27 @@ func (g *loopGroup) wait(ctx context.Context) error {
 	if g == nil {
 		return nil
 	}
-	ended := make(chan struct{})
-	go func() {
-		g.wg.Wait()
-		close(ended)
-	}()
 	select {
-	case <-ended:
+	case <-g.ended:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 }
 
-// wake makes the loop's epoll_wait return.
-func (l *evloop) wake() {
-	_, _ = syscall.Write(l.wakeW, []byte{1}) // a full pipe is a wake-up already pending
+// wakeLocked makes the loop's epoll_wait return; l.mu is held, so that the
+// pipe cannot be closed meanwhile (its number could then belong to another
+// file, which would get the byte).
+func (l *evloop) wakeLocked() {
+	if !l.fdsShut {
+		_, _ = syscall.Write(l.wakeW, []byte{1}) // a full pipe is a wake-up already pending
+	}
 }
 
 // run is the loop's goroutine: it serves its connections until it is
 // stopped and has none left.
 func (l *evloop) run() {
 	defer l.closeFDs()
-	timed := l.srv.cfg.IdleTimeout > 0
 	stopping := false
 	for !stopping || l.count > 0 {
 		n, err := syscall.EpollWait(l.epfd, l.events[:], -1)
@@ -240,9 +246,6 @@ func (l *evloop) run() {
 			l.srv.log.Error("server: epoll_wait failed; the event loop closes its connections", "err", err)
 			l.closeAll(err)
 			return
-		}
-		if timed {
-			l.now = time.Now()
 		}
 		for i := range n {
 			ev := &l.events[i]

@@ -7,6 +7,7 @@ import (
 	"io"
 	"runtime/debug"
 	"syscall"
+	"time"
 )
 
 // serve handles an event on c's socket: it reads the requests that have
@@ -96,7 +97,9 @@ func (l *evloop) advance(c *conn) {
 	}
 	c.idle = true
 	if l.srv.cfg.IdleTimeout > 0 {
-		c.idleSince = l.now
+		// Now, not when epoll_wait returned: a slow command of another
+		// client in the same wake-up is not this client's idle time.
+		c.idleSince = time.Now()
 	}
 	c.mu.Unlock()
 }
