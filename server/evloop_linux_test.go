@@ -21,8 +21,9 @@ func bigReplies() (req, want string) {
 	return strings.Repeat("BIG 524288\r\n", n) + "PING\r\n", strings.Repeat(reply, n) + "+PONG\r\n"
 }
 
-// startOneLoop serves cfg on a single event loop, counting its writes.
-func startOneLoop(t *testing.T, cfg Config) (*harness, *atomic.Int64) {
+// startOneLoop serves cfg on a single event loop; the test fails if the
+// loop wrote nothing.
+func startOneLoop(t *testing.T, cfg Config) *harness {
 	t.Helper()
 	inner, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -31,11 +32,33 @@ func startOneLoop(t *testing.T, cfg Config) (*harness, *atomic.Int64) {
 	var writes atomic.Int64
 	cfg.EventLoops = 1
 	h := startOn(t, inner, cfg, func(s *Server) { countLoopWrites(s, &writes) })
-	return h, &writes
+	t.Cleanup(func() {
+		if writes.Load() == 0 {
+			t.Error("the event loop wrote nothing: the connections were served elsewhere")
+		}
+	})
+	return h
+}
+
+// TestDefaultServesOnALoop: with the zero Config, a plain-TCP client is
+// served by an event loop (the tests' "default" path is the loop path).
+func TestDefaultServesOnALoop(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var writes atomic.Int64
+	h := startOn(t, inner, Config{}, func(s *Server) { countLoopWrites(s, &writes) })
+	c := h.dial()
+	c.send("PING\r\n")
+	c.expect("+PONG\r\n")
+	if writes.Load() == 0 {
+		t.Error("PONG was not written by an event loop")
+	}
 }
 
 func TestLoopSlowReaderDoesNotHoldOthers(t *testing.T) {
-	h, writes := startOneLoop(t, Config{})
+	h := startOneLoop(t, Config{})
 	slow, other := h.dial(), h.dial()
 	req, want := bigReplies()
 	slow.send(req) // and read nothing yet: the loop must not wait for it
@@ -47,13 +70,10 @@ func TestLoopSlowReaderDoesNotHoldOthers(t *testing.T) {
 	slow.expect(want)
 	slow.send("PING\r\n")
 	slow.expect("+PONG\r\n")
-	if writes.Load() == 0 {
-		t.Error("the event loop wrote nothing: the connections were not on it")
-	}
 }
 
 func TestLoopShutdownWaitsForPendingReplies(t *testing.T) {
-	h, _ := startOneLoop(t, Config{})
+	h := startOneLoop(t, Config{})
 	slow, idle := h.dial(), h.dial()
 	idle.send("PING\r\n")
 	idle.expect("+PONG\r\n")
@@ -79,7 +99,7 @@ func TestLoopShutdownWaitsForPendingReplies(t *testing.T) {
 }
 
 func TestLoopCloseWhileRepliesPending(t *testing.T) {
-	h, _ := startOneLoop(t, Config{})
+	h := startOneLoop(t, Config{})
 	slow := h.dial()
 	req, want := bigReplies()
 	slow.send(req)
@@ -99,7 +119,7 @@ func TestLoopCloseWhileRepliesPending(t *testing.T) {
 }
 
 func TestLoopHalfClosedClientGetsReplies(t *testing.T) {
-	h, _ := startOneLoop(t, Config{})
+	h := startOneLoop(t, Config{})
 	c := h.dial()
 	c.send("PING\r\n" + cmd("ECHO", "a"))
 	if err := c.Conn.(*net.TCPConn).CloseWrite(); err != nil {
