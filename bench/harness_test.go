@@ -6,30 +6,20 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
-	"os/exec"
 	"testing"
 	"time"
 
 	"github.com/cellserver/cellserver/commands"
 	"github.com/cellserver/cellserver/engine"
+	"github.com/cellserver/cellserver/internal/testenv"
 	"github.com/cellserver/cellserver/server"
 )
 
-// needTool returns the path of a program the test needs. Where it is
-// missing the test is skipped, except in CI (CI=true), where that is a
-// failure: CI must run every test.
+// needTool returns the path of a program the test needs, skipping the
+// test where it is missing, or failing it in CI.
 func needTool(t *testing.T, name string) string {
 	t.Helper()
-	path, err := exec.LookPath(name)
-	if err == nil {
-		return path
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s is not on PATH, and CI=true requires it (%v)", name, missingTool(name))
-	}
-	t.Skipf("%s is not on PATH; install redis-server and redis-tools to run this test", name)
-	return ""
+	return testenv.NeedTool(t, name, "apt-get install "+aptPackage(name))
 }
 
 // startTestRedis starts a redis-server for the test, through bench's own

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cellserver/cellserver/internal/testenv"
 )
 
 // examplesOutput is what examples/python/throttle.py and
@@ -41,10 +43,10 @@ func TestExamplePython(t *testing.T) {
 func TestExampleNode(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err != nil {
-		skipOrFail(t, "node is not on PATH (apt-get install nodejs npm)")
+		testenv.SkipOrFail(t, "node is not on PATH (apt-get install nodejs npm)")
 	}
 	if _, err := os.Stat(filepath.Join("..", "examples", "node", "node_modules", "ioredis", "package.json")); err != nil {
-		skipOrFail(t, "ioredis is not installed in examples/node/node_modules (npm ci --prefix examples/node)")
+		testenv.SkipOrFail(t, "ioredis is not installed in examples/node/node_modules (npm ci --prefix examples/node)")
 	}
 	s := startServer(t)
 	runExample(t, s.addr, node, filepath.Join("..", "examples", "node", "throttle.js"))
@@ -90,7 +92,7 @@ func pythonWithRedis(t *testing.T) string {
 		}
 		tried = append(tried, fmt.Sprintf("%s: %v: %s", path, err, lastLine(out)))
 	}
-	skipOrFail(t, "no python3 imports redis (apt-get install python3-redis): "+strings.Join(tried, "; "))
+	testenv.SkipOrFail(t, "no python3 imports redis (apt-get install python3-redis): "+strings.Join(tried, "; "))
 	return ""
 }
 
@@ -99,14 +101,4 @@ func pythonWithRedis(t *testing.T) string {
 func lastLine(out []byte) string {
 	s := strings.TrimSpace(string(out))
 	return s[strings.LastIndexByte(s, '\n')+1:]
-}
-
-// skipOrFail skips the test with why, except in CI (CI=true), where a
-// missing tool is a failure: CI must run every test.
-func skipOrFail(t *testing.T, why string) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s, and CI=true requires it (.ci/run installs it)", why)
-	}
-	t.Skip(why)
 }

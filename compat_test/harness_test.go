@@ -11,8 +11,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -21,6 +19,7 @@ import (
 
 	"github.com/cellserver/cellserver/commands"
 	"github.com/cellserver/cellserver/engine"
+	"github.com/cellserver/cellserver/internal/testenv"
 	"github.com/cellserver/cellserver/server"
 	"github.com/redis/go-redis/v9"
 )
@@ -252,18 +251,9 @@ func readReplyInto(r *bufio.Reader, out *[]byte) error {
 	return fmt.Errorf("unknown reply type in %q", line)
 }
 
-// needTool returns the path of a program the test needs. Where it is
-// missing the test is skipped, except in CI (CI=true), where that is a
-// failure: CI must run every test.
+// needTool returns the path of a program the test needs (redis-server,
+// redis-cli), skipping the test where it is missing, or failing it in CI.
 func needTool(t *testing.T, name string) string {
 	t.Helper()
-	path, err := exec.LookPath(name)
-	if err == nil {
-		return path
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s is not on PATH, and CI=true requires it (apt-get install redis-server redis-tools)", name)
-	}
-	t.Skipf("%s is not on PATH; install redis-server and redis-tools to run this test", name)
-	return ""
+	return testenv.NeedTool(t, name, "apt-get install redis-server redis-tools")
 }

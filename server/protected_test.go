@@ -1,11 +1,14 @@
 package server
 
 import (
+	"fmt"
 	"net"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cellserver/cellserver/internal/testenv"
 )
 
 func TestProtectedModeDenies(t *testing.T) {
@@ -55,7 +58,7 @@ func nonLoopbackIP(t *testing.T) net.IP {
 	t.Helper()
 	addrs, err := net.InterfaceAddrs()
 	if err != nil {
-		t.Skipf("no interface addresses: %v", err)
+		testenv.SkipOrFail(t, fmt.Sprintf("no interface addresses: %v", err))
 	}
 	var v6 net.IP
 	for _, a := range addrs {
@@ -71,7 +74,7 @@ func nonLoopbackIP(t *testing.T) net.IP {
 		}
 	}
 	if v6 == nil {
-		t.Skip("this machine has no non-loopback address to connect from")
+		testenv.SkipOrFail(t, "this machine has no non-loopback address to connect from")
 	}
 	return v6
 }
@@ -98,7 +101,7 @@ func TestProtectedModeOverTCP(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			ln, err := net.Listen(network, everywhere)
 			if err != nil {
-				t.Skipf("cannot listen on every interface: %v", err)
+				testenv.SkipOrFail(t, fmt.Sprintf("cannot listen on every interface: %v", err))
 			}
 			h := startOn(t, ln, Config{ProtectedMode: c.protected, PasswordSet: c.passwordSet})
 			port := ln.Addr().(*net.TCPAddr).Port

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cellserver/cellserver/internal/testenv"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -305,7 +307,7 @@ func (p *process) wait() error {
 func TestSignals(t *testing.T) {
 	exe, err := os.Executable()
 	if err != nil {
-		t.Skipf("cannot find the test binary: %v", err)
+		testenv.SkipOrFail(t, fmt.Sprintf("cannot find the test binary: %v", err))
 	}
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		t.Run(sig.String(), func(t *testing.T) {

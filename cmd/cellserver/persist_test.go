@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cellserver/cellserver/commands"
+	"github.com/cellserver/cellserver/internal/testenv"
 	"github.com/cellserver/cellserver/persist"
 	"github.com/cellserver/cellserver/persist/redistest"
 	"github.com/redis/go-redis/v9"
@@ -260,7 +261,7 @@ func TestRunBackingKill9(t *testing.T) {
 	t.Parallel()
 	exe, err := os.Executable()
 	if err != nil {
-		t.Skipf("cannot find the test binary: %v", err)
+		testenv.SkipOrFail(t, fmt.Sprintf("cannot find the test binary: %v", err))
 	}
 	backing := redistest.Start(t)
 	const interval = 250 * time.Millisecond

@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cellserver/cellserver/internal/testenv"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -49,15 +49,7 @@ type process struct {
 // under CI=true) when there is none.
 func Path(t testing.TB) string {
 	t.Helper()
-	path, err := exec.LookPath("redis-server")
-	if err == nil {
-		return path
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("redis-server is not on PATH, and CI=true requires it (apt-get install redis-server)")
-	}
-	t.Skipf("redis-server is not on PATH; install redis-server to run this test")
-	return ""
+	return testenv.NeedTool(t, "redis-server", "apt-get install redis-server")
 }
 
 // Start starts redis-server on a free port and waits until it accepts
