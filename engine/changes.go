@@ -107,7 +107,7 @@ func (s *shard) record(name string, nowMs int64) Record {
 		l := s.log(ent)
 		rec.Log, rec.Quantities = make([]int64, l.size), make([]uint32, l.size)
 		for j := range l.size {
-			rec.Log[j], rec.Quantities[j] = l.get0(j)
+			rec.Log[j], rec.Quantities[j] = l.get(j)
 		}
 	}
 	return rec

@@ -19,7 +19,7 @@ var ErrOutOfMemory = errors.New("key does not fit in maxmemory")
 // keys and 52 at 1,000,000 on linux/amd64 with Go 1.26 (it moves by a few
 // bytes with the key count, as the arrays sit between two growths), so 53.
 // An SWC or FW key adds its counter (counterBytes); an SW key's log adds
-// 12 bytes per slot of its ring. TestKeyOverheadMeasured and
+// 8 bytes per slot of its ring (12 in its wide form: swLog.bytes). TestKeyOverheadMeasured and
 // TestKeyMemoryBeyondName measure it again. Not counted: the names of keys
 // waiting for a backing store's writer (Options.TrackChanges), and the
 // slab, index and arena space that removed keys leave behind for new keys

@@ -251,7 +251,7 @@ func (e *Engine) record(v *verdict, r Rule, now, qty int64) error {
 			return nil // a peek that changes nothing
 		}
 		log := s.log(ent)
-		s.used.Add(log.apply(view, now, qty, r.Window.Limit, true))
+		s.used.Add(log.apply(view, now, qty, r.Window.Limit))
 		if log.size == 0 {
 			s.removeKey(r.Key, nowMs)
 			return nil

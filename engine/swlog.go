@@ -29,9 +29,6 @@ type swLog struct {
 	wide  bool
 }
 
-// swEntryBytes is what one recorded request costs in the compact form.
-const swEntryBytes = 8
-
 // bytes is the memory the log's ring takes, for the keyspace's estimate.
 func (l *swLog) bytes() int64 {
 	if l == nil {
@@ -53,14 +50,8 @@ func wideLen(c int) int {
 	return c + (c+1)/2
 }
 
-// get returns the i-th oldest request.
-func (l *swLog) get(i int) (at int64, n int64) {
-	a, q := l.get0(i)
-	return a, int64(q)
-}
-
-// get0 is get with the quantity as stored.
-func (l *swLog) get0(i int) (int64, uint32) {
+// get returns the i-th oldest request: its time and quantity.
+func (l *swLog) get(i int) (int64, uint32) {
 	if l.wide {
 		return l.getWide(i)
 	}
@@ -173,7 +164,7 @@ func (s *swSpan) compact() (base int64, qbits uint8, ok bool) {
 func (l *swLog) span(at int64, n uint32) swSpan {
 	var s swSpan
 	for i := range l.size {
-		s.add(l.get0(i))
+		s.add(l.get(i))
 	}
 	if n > 0 {
 		s.add(at, n)
@@ -238,7 +229,7 @@ func slidingLog(now int64, l *swLog, q WindowQuota, qty int64) (Decision, swView
 	need := total + qty - q.Limit
 	for i := v.drop; i < l.size; i++ {
 		at, n := l.get(i)
-		need -= n
+		need -= int64(n)
 		if need <= 0 {
 			d.RetryAfter = at + q.Window - now
 			break
@@ -247,9 +238,10 @@ func slidingLog(now int64, l *swLog, q WindowQuota, qty int64) (Decision, swView
 	return d, v
 }
 
-// apply drops the requests that left the window and records qty at now
-// when the decision admitted it. It returns the change in the log's bytes.
-func (l *swLog) apply(v swView, now int64, qty, limit int64, admitted bool) int64 {
+// apply drops the requests that left the window and records qty at now; it
+// is called for an admitted decision. It returns the change in the log's
+// bytes.
+func (l *swLog) apply(v swView, now int64, qty, limit int64) int64 {
 	before, c := l.bytes(), l.capacity()
 	if v.drop > 0 {
 		l.total -= v.gone
@@ -259,7 +251,7 @@ func (l *swLog) apply(v swView, now int64, qty, limit int64, admitted bool) int6
 		}
 		l.size -= v.drop
 	}
-	if admitted && qty > 0 {
+	if qty > 0 {
 		n := uint32(qty)
 		if l.size == c {
 			l.resize(growTo(c, l.size, limit), now, n)
@@ -271,11 +263,7 @@ func (l *swLog) apply(v swView, now int64, qty, limit int64, admitted bool) int6
 		if j >= c {
 			j -= c
 		}
-		if l.wide {
-			l.setWide(j, now, n)
-		} else {
-			l.ring[j] = pack(now, n, l.base, l.qbits)
-		}
+		l.set(j, now, n)
 		l.size++
 		l.total += qty
 	}
@@ -328,7 +316,7 @@ func (l *swLog) resize(c int, at int64, n uint32) {
 	old := *l
 	l.alloc(c, &s)
 	for i := range old.size {
-		at, n := old.get0(i)
+		at, n := old.get(i)
 		l.set(i, at, n)
 	}
 }
@@ -346,8 +334,8 @@ func (l *swLog) alloc(c int, s *swSpan) {
 }
 
 // newSWLog returns a sliding log holding the requests at times with
-// quantities qs, oldest first, in a ring whose capacity is the smallest
-// power of two (at least 4) that holds them, as the log grows.
+// quantities qs, oldest first, in a ring of the smallest power of two (at
+// least 4) that holds them; apply then grows it as usual.
 func newSWLog(times []int64, qs []uint32) *swLog {
 	c := 4
 	for c < len(times) {

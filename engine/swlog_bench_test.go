@@ -15,7 +15,7 @@ func benchSWLog(b *testing.B, q WindowQuota, step time.Duration, qty int64) {
 		if d.Limited {
 			b.Fatal("limited")
 		}
-		l.apply(v, now, qty, q.Limit, true)
+		l.apply(v, now, qty, q.Limit)
 	}
 	for range 2 * q.Window / int64(step) {
 		next()

@@ -34,7 +34,7 @@ func (s *swTest) step(drop int, at int64, n uint32) {
 	for _, r := range s.want[:drop] {
 		v.gone += int64(r.n)
 	}
-	delta := s.l.apply(v, at, int64(n), s.limit, true)
+	delta := s.l.apply(v, at, int64(n), s.limit)
 	s.want = s.want[drop:]
 	if n > 0 {
 		s.want = append(s.want, swReq{at, n})
@@ -58,11 +58,11 @@ func checkSWLog(t *testing.T, l *swLog, want []swReq) {
 	}
 	var total int64
 	for i, w := range want {
-		at, n := l.get0(i)
+		at, n := l.get(i)
 		if at != w.at || n != w.n {
 			t.Fatalf("request %d is (%d, %d), want (%d, %d); log %+v", i, at, n, w.at, w.n, *l)
 		}
-		if at, n := l.get(i); at != w.at || n != int64(w.n) {
+		if at, n := l.get(i); at != w.at || n != w.n {
 			t.Fatalf("get(%d) = (%d, %d), want (%d, %d)", i, at, n, w.at, w.n)
 		}
 		total += int64(w.n)
@@ -418,7 +418,9 @@ func TestSWLogStepAllocs(t *testing.T) {
 		step := func() {
 			now += c.step
 			d, v := slidingLog(now, l, c.q, c.qty)
-			l.apply(v, now, c.qty, c.q.Limit, !d.Limited)
+			if !d.Limited {
+				l.apply(v, now, c.qty, c.q.Limit)
+			}
 		}
 		for range 2 * c.q.Window / c.step {
 			step()

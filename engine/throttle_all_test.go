@@ -253,8 +253,8 @@ func TestThrottleAllConcurrent(t *testing.T) {
 	var recorded int64
 	for i := range log.size {
 		at, n := log.get(i)
-		perBucket[(at-epochDay)/int64(sec)] += n
-		recorded += n
+		perBucket[(at-epochDay)/int64(sec)] += int64(n)
+		recorded += int64(n)
 	}
 	s.mu.Unlock()
 	if recorded != admitted || admitted != 15 {

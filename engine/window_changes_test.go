@@ -184,8 +184,9 @@ func TestRestoreMergesWindowFamilies(t *testing.T) {
 			t.Errorf("%s:\n got %+v\nwant %+v", s.name, got, s.want)
 		}
 	}
-	// The restored SW log is accounted for in Used: 3 requests in a ring of 4.
-	if got, want := e.Used(), keyCost(FamilySWC, len("swc"))+keyCost(FamilyFW, len("fw"))+keyCost(FamilySW, len("sw"))+4*swEntryBytes; got != want {
+	// The restored SW log is accounted for in Used: 3 requests in a ring of
+	// 4 one-word (8-byte) slots.
+	if got, want := e.Used(), keyCost(FamilySWC, len("swc"))+keyCost(FamilyFW, len("fw"))+keyCost(FamilySW, len("sw"))+4*8; got != want {
 		t.Errorf("Used = %d, want %d", got, want)
 	}
 }
