@@ -90,15 +90,20 @@ func (e *Engine) ThrottleAll(tx *Txn, rules []Rule, quantity int64) (Decision, e
 		limited = limited || vs[i].d.Limited
 	}
 	if !limited {
-		if err := e.reserve(vs, rules, now); err != nil {
+		budgeted, err := e.reserve(vs, rules, now)
+		if err != nil {
 			return Decision{}, err
 		}
-		defer unpin(vs, rules)
+		if budgeted {
+			defer unpin(vs, rules)
+		}
 		for i, r := range rules {
 			if err := e.record(&vs[i], r, now, quantity); err != nil {
 				return Decision{}, err
 			}
-			pin(vs, rules, i, true) // a key this call created stays too
+			if budgeted {
+				pin(vs, rules, i, true) // a key this call created stays too
+			}
 		}
 		return combine(vs), nil
 	}
@@ -292,14 +297,15 @@ func (s *shard) ensure(key []byte, ent *entry, f Family, expireAt, nowMs int64) 
 // budgets before any rule is recorded, so that ThrottleAll stays all or
 // nothing: it pins the rules' existing keys, which eviction then passes
 // over, and checks that each shard can hold its new keys beside them. It
-// returns ErrOutOfMemory, having changed nothing, when one cannot.
-func (e *Engine) reserve(vs []verdict, rules []Rule, now int64) error {
-	budgeted := false
+// returns ErrOutOfMemory, having changed nothing, when one cannot. Where no
+// shard has a budget nothing is evicted, so nothing needs pinning: it
+// reports whether it pinned.
+func (e *Engine) reserve(vs []verdict, rules []Rule, now int64) (budgeted bool, err error) {
 	for i := range vs {
 		budgeted = budgeted || vs[i].s.budget > 0
 	}
 	if !budgeted {
-		return nil
+		return false, nil
 	}
 	for i := range vs {
 		s := vs[i].s
@@ -321,13 +327,13 @@ func (e *Engine) reserve(vs []verdict, rules []Rule, now int64) error {
 			}
 		}
 		if need > s.budget {
-			return ErrOutOfMemory
+			return true, ErrOutOfMemory
 		}
 	}
 	for k := range vs {
 		pin(vs, rules, k, true)
 	}
-	return nil
+	return true, nil
 }
 
 // pin pins rule k's key if it exists, so that recording a later rule's new
