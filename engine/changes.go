@@ -1,6 +1,9 @@
 package engine
 
-import "context"
+import (
+	"context"
+	"strings"
+)
 
 // Record is one key's state as a backing store keeps it: a live key with its
 // expiry, or the news that the key is gone. Which state fields are set
@@ -33,11 +36,27 @@ type Record struct {
 
 // markChanged notes that key's state changed, when changes are tracked.
 // name should be the entry's own name (shard.name), which shares the
-// arena's bytes, so that noting allocates nothing beyond the set's growth.
+// arena's bytes, so that noting allocates nothing beyond the set's growth;
+// detachChanged copies the names when the arena is replaced.
 func (s *shard) markChanged(name string) {
 	if s.changed != nil {
 		s.changed[name] = struct{}{}
 	}
+}
+
+// detachChanged gives the changed keys names of their own, before the
+// arena their names share is dropped (a compaction or a flush): otherwise
+// a pending key would keep the whole old arena alive until the writer
+// takes it.
+func (s *shard) detachChanged() {
+	if len(s.changed) == 0 {
+		return
+	}
+	m := make(map[string]struct{}, len(s.changed))
+	for k := range s.changed {
+		m[strings.Clone(k)] = struct{}{}
+	}
+	s.changed = m
 }
 
 // Changes appends to buf the records of the keys changed since they were

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 func newTrackingEngine(t testing.TB) (*Engine, *ManualClock) {
@@ -142,5 +143,40 @@ func TestTrackedThrottleAllocs(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Errorf("%v allocs per tracked throttle, want 0", allocs)
+	}
+}
+
+// TestChangedKeysLeaveTheOldArena: when a shard's name arena is replaced, the
+// keys waiting for the writer get names of their own, so that they do not
+// keep the old arena alive; and they are still the same keys.
+func TestChangedKeysLeaveTheOldArena(t *testing.T) {
+	e, _ := newTrackingEngine(t)
+	want := map[string]bool{}
+	for i := range 50 {
+		k := fmt.Sprint("key:", i)
+		e.Throttle(nil, []byte(k), quota, 1)
+		want[k] = true
+	}
+	for _, s := range e.shards {
+		s.mu.Lock()
+		old := s.names.buf
+		s.compactNames()
+		for k := range s.changed {
+			p := uintptr(unsafe.Pointer(unsafe.StringData(k)))
+			lo := uintptr(unsafe.Pointer(unsafe.SliceData(old)))
+			if len(old) > 0 && p >= lo && p < lo+uintptr(cap(old)) {
+				t.Errorf("%q still shares the replaced arena", k)
+			}
+		}
+		s.mu.Unlock()
+	}
+	got := drain(e)
+	if len(got) != len(want) {
+		t.Fatalf("%d changed keys after the compaction, want %d", len(got), len(want))
+	}
+	for k := range got {
+		if !want[k] {
+			t.Errorf("changed key %q was never written", k)
+		}
 	}
 }

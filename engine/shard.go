@@ -126,14 +126,7 @@ func (s *shard) create(key []byte, family Family, expireAt, nowMs int64) *entry 
 	if !ok {
 		return nil
 	}
-	var slot uint32
-	if n := len(s.free); n > 0 {
-		slot = s.free[n-1]
-		s.free = s.free[:n-1]
-	} else {
-		s.entries = append(s.entries, entry{})
-		slot = uint32(len(s.entries) - 1)
-	}
+	slot := takeSlot(&s.entries, &s.free)
 	s.index.insert(s.tag(key), slot)
 	e := &s.entries[slot]
 	*e = entry{expireAt: expireAt, nameOff: off, nameLen: uint32(len(key)), filed: uint32(family) << posBits}
@@ -253,6 +246,7 @@ func (s *shard) compactNames() {
 		buf = append(buf, s.name(e)...)
 		e.nameOff = uint32(off)
 	}
+	s.detachChanged()
 	s.names = names{buf: buf}
 }
 
@@ -336,6 +330,7 @@ func (s *shard) flush(nowMs int64) int {
 				s.markChanged(s.name(e))
 			}
 		}
+		s.detachChanged()
 	}
 	s.index.reset()
 	s.entries, s.free, s.names = nil, nil, names{}
