@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 )
@@ -155,11 +156,13 @@ func TestSweepBucketOfLiveKeys(t *testing.T) {
 // keys left, and the names read before, are intact.
 func TestNamesCompacted(t *testing.T) {
 	e, _ := newTestEngine(t)
-	before := []string{}
+	var before, copies []string // names as Scan gave them (sharing the arena), and copies
 	for i := range 20_000 {
 		hit(t, e, fmt.Sprintf("name:%08d", i), 1)
 	}
-	e.Scan(nil, 0, 1<<30, func(k string, _ Family) { before = append(before, k) })
+	e.Scan(nil, 0, 1<<30, func(k string, _ Family) {
+		before, copies = append(before, k), append(copies, strings.Clone(k))
+	})
 	arena := 0
 	for _, s := range e.shards {
 		arena += len(s.names.buf)
@@ -183,9 +186,12 @@ func TestNamesCompacted(t *testing.T) {
 			t.Fatalf("name:%08d held %v", i, ok)
 		}
 	}
+	if len(before) != 20_000 {
+		t.Fatalf("Scan gave %d names, want 20000", len(before))
+	}
 	for i, k := range before {
-		if len(k) != 13 || k[:5] != "name:" {
-			t.Fatalf("name %d read before the compaction changed: %q", i, k)
+		if k != copies[i] {
+			t.Fatalf("name %d read before the compaction changed: %q, was %q", i, k, copies[i])
 		}
 	}
 }
