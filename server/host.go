@@ -11,9 +11,10 @@ import (
 var _ commands.Host = (*Server)(nil)
 
 // Clients returns a copy of every connected client's state, ordered by id.
-// Each copy is the state as of the end of the client's last command; a
+// Each copy is the state as of the end of the client's last batch of
+// commands (one read's worth), with LastActive up to publishEvery stale; a
 // handler calling Clients sees its own connection as it was before the
-// current command (its live state is the *commands.Client it was given).
+// current batch (its live state is the *commands.Client it was given).
 // Clients may be called from any goroutine, handlers included.
 func (s *Server) Clients() []commands.ClientInfo {
 	conns := s.connList()
