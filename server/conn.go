@@ -70,9 +70,7 @@ func (c *conn) serve() {
 	var err error
 	defer func() {
 		if p := recover(); p != nil { // a bug here must not take the server down
-			c.srv.log.Error("server: connection panicked; it is closed and the server keeps serving",
-				"id", c.client.ID, "addr", c.client.Addr, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-			err = fmt.Errorf("server: panic: %v", p)
+			err = c.panicked(p)
 		}
 		_ = c.close()
 		c.srv.closed(c, err)
@@ -86,6 +84,14 @@ func (c *conn) serve() {
 			err = c.read()
 		}
 	}
+}
+
+// panicked logs a panic that escaped the connection's own code (not a
+// command's: run recovers those) and returns the error that ends it.
+func (c *conn) panicked(p any) error {
+	c.srv.log.Error("server: connection panicked; it is closed and the server keeps serving",
+		"id", c.client.ID, "addr", c.client.Addr, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+	return fmt.Errorf("server: panic: %v", p)
 }
 
 // runBatch runs every complete request in the buffer. It returns an error

@@ -5,7 +5,6 @@ package server
 import (
 	"fmt"
 	"io"
-	"runtime/debug"
 	"syscall"
 	"time"
 )
@@ -16,9 +15,7 @@ import (
 func (l *evloop) serve(c *conn, events uint32) {
 	defer func() {
 		if p := recover(); p != nil { // a bug here must not take the server down
-			l.srv.log.Error("server: connection panicked; it is closed and the server keeps serving",
-				"id", c.client.ID, "addr", c.client.Addr, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-			l.end(c, fmt.Errorf("server: panic: %v", p))
+			l.end(c, c.panicked(p))
 		}
 	}()
 	c.mu.Lock()
