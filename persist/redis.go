@@ -205,8 +205,7 @@ func readError(err error) error {
 	if errors.Is(err, redis.Nil) {
 		return nil
 	}
-	var rerr redis.Error
-	if errors.As(err, &rerr) && strings.HasPrefix(err.Error(), "WRONGTYPE ") {
+	if isWrongType(err) {
 		return errSkip
 	}
 	return err

@@ -31,6 +31,12 @@ type config struct {
 	backingPrefix   string
 	flushInterval   time.Duration
 	backingRequired bool
+	// backingMode is how the backing Redis is used: modeWriteBehind or
+	// modeShared.
+	backingMode     string
+	sharedFallback  string // fallbackLocal or fallbackError
+	sharedTimeout   time.Duration
+	sharedDenyCache bool
 
 	// requirepass is the default user's password: never log it.
 	requirepass   string
@@ -58,6 +64,17 @@ const (
 	maxShards = 1 << 16
 	// defaultFlushInterval is how often changes go to the backing Redis.
 	defaultFlushInterval = 250 * time.Millisecond
+	// defaultSharedTimeout is the longest a command waits for the shared
+	// store.
+	defaultSharedTimeout = 250 * time.Millisecond
+)
+
+// The values of --backing-mode and --shared-fallback.
+const (
+	modeWriteBehind = "write-behind"
+	modeShared      = "shared"
+	fallbackLocal   = "local"
+	fallbackError   = "error"
 )
 
 // errUsage is returned for a command line or environment that cellserver
@@ -86,6 +103,10 @@ func parseConfig(args []string, env func(string) string, stderr io.Writer) (conf
 		slowlogSlowerThan: 10000,
 		slowlogMaxLen:     128,
 		eventLoops:        server.DefaultEventLoops,
+		backingMode:       modeWriteBehind,
+		sharedFallback:    fallbackLocal,
+		sharedTimeout:     defaultSharedTimeout,
+		sharedDenyCache:   true,
 	}
 	opts := []option{
 		{"addr", "CELLSERVER_ADDR", "`host:port` to listen on (port 0 picks a free port)", (*addrValue)(&cfg.addr)},
@@ -97,6 +118,10 @@ func parseConfig(args []string, env func(string) string, stderr io.Writer) (conf
 		{"backing-prefix", "CELLSERVER_BACKING_PREFIX", "`prefix` of every key in the backing Redis (default none, where redis-cell keeps its keys)", (*stringValue)(&cfg.backingPrefix)},
 		{"flush-interval", "CELLSERVER_FLUSH_INTERVAL", "`duration` between two writes of the changed keys to the backing Redis", (*durationValue)(&cfg.flushInterval)},
 		{"backing-required", "CELLSERVER_BACKING_REQUIRED", "refuse to start when the backing Redis cannot be loaded, instead of serving from memory and retrying", (*boolValue)(&cfg.backingRequired)},
+		{"backing-mode", "CELLSERVER_BACKING_MODE", "how the backing Redis is used: write-behind (one cellserver keeps its state in memory and copies it there) or shared (every decision is made in the store, so that many cellservers enforce one limit)", &choiceValue{v: &cfg.backingMode, choices: []string{modeWriteBehind, modeShared}}},
+		{"shared-fallback", "CELLSERVER_SHARED_FALLBACK", "what shared mode does while the store cannot be reached: local (decide from this instance's memory) or error (answer an error)", &choiceValue{v: &cfg.sharedFallback, choices: []string{fallbackLocal, fallbackError}}},
+		{"shared-timeout", "CELLSERVER_SHARED_TIMEOUT", "longest `duration` a command waits for the shared store before the fallback answers", (*durationValue)(&cfg.sharedTimeout)},
+		{"shared-deny-cache", "CELLSERVER_SHARED_DENY_CACHE", "in shared mode, refuse locally, until the store's retry time, a request the store has just refused (true or false)", (*boolValue)(&cfg.sharedDenyCache)},
 		{"requirepass", "CELLSERVER_REQUIREPASS", "`password` of the default user; clients AUTH before any other command (prefer the environment variable, which ps does not show)", (*stringValue)(&cfg.requirepass)},
 		{"users-file", "CELLSERVER_USERS_FILE", "`path` of a file of named users and their passwords (a subset of Redis's ACL file syntax)", (*stringValue)(&cfg.usersFile)},
 		{"tls-cert-file", "CELLSERVER_TLS_CERT_FILE", "`path` of the server's TLS certificate (PEM); with --tls-key-file the port speaks TLS", (*stringValue)(&cfg.tlsCertFile)},
@@ -170,7 +195,37 @@ func parseConfig(args []string, env func(string) string, stderr io.Writer) (conf
 		fmt.Fprintf(stderr, "cellserver: --backing-required needs a backing Redis (--backing-redis or CELLSERVER_BACKING_REDIS)\n")
 		return cfg, errUsage
 	}
+	if cfg.backingRedis == "" && cfg.backingMode == modeShared {
+		fmt.Fprintf(stderr, "cellserver: --backing-mode shared needs a store (--backing-redis or CELLSERVER_BACKING_REDIS)\n")
+		return cfg, errUsage
+	}
 	return cfg, nil
+}
+
+// shared reports whether decisions are made in the shared store.
+func (cfg config) shared() bool { return cfg.backingMode == modeShared }
+
+// choiceValue is one of a few words, in any case.
+type choiceValue struct {
+	v       *string
+	choices []string
+}
+
+func (c *choiceValue) String() string {
+	if c.v == nil {
+		return ""
+	}
+	return *c.v
+}
+
+func (c *choiceValue) Set(s string) error {
+	for _, w := range c.choices {
+		if strings.EqualFold(s, w) {
+			*c.v = w
+			return nil
+		}
+	}
+	return fmt.Errorf("want %s", strings.Join(c.choices, " or "))
 }
 
 // addrValue is a listen address, host:port with a numeric port.

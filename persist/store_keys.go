@@ -1,0 +1,298 @@
+package persist
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/cellserver/cellserver/engine"
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrNoPrefix is StoreKeys.Flush's refusal to flush a store whose keys have
+// no prefix: the store may hold other applications' keys.
+var ErrNoPrefix = errors.New("shared mode flushes only keys under --backing-prefix, and none is set")
+
+// flushBatch is how many keys one round trip of a flush deletes.
+const flushBatch = 500
+
+// StoreKeys is shared mode's keyspace commands (GET, TYPE, EXISTS, PTTL,
+// DEL, SCAN, KEYS, DBSIZE, FLUSHDB) acting on the store itself, under the
+// prefix, in the format the package doc describes. In a Redis Cluster,
+// commands on several keys send one command per key, and those on the
+// whole keyspace walk every master. Its methods block: call them off the
+// event loops. It is safe for concurrent use.
+type StoreKeys struct {
+	client redis.UniversalClient
+	prefix string
+	// deleted is told the keys a DEL, UNLINK or FLUSH removed through this
+	// instance (nil: all of them), so that caches of them are dropped.
+	deleted func(keys []string)
+}
+
+// NewStoreKeys returns the keyspace commands over client, whose keys are
+// prefix followed by the client's key; deleted, if not nil, is called
+// after keys were deleted (with nil after a flush).
+func NewStoreKeys(client redis.UniversalClient, prefix string, deleted func(keys []string)) *StoreKeys {
+	if deleted == nil {
+		deleted = func([]string) {}
+	}
+	return &StoreKeys{client: client, prefix: prefix, deleted: deleted}
+}
+
+// Get returns key's state as the in-memory keyspace's Get would: its family
+// and, for a CL key, its TAT. A value that is not a limit's state (another
+// application's key) has FamilyNone and ok true.
+func (k *StoreKeys) Get(ctx context.Context, key string) (v engine.Value, ok bool, err error) {
+	val, err := k.client.Get(ctx, k.prefix+key).Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return v, false, nil
+	case err != nil && isWrongType(err):
+		return v, true, nil
+	case err != nil:
+		return v, false, err
+	}
+	if len(val) > 0 && val[0] == formatVersion {
+		var rec engine.Record
+		if decodeState(val, &rec) == nil {
+			v.Family = rec.Family
+		}
+		return v, true, nil
+	}
+	if tat, err := strconv.ParseUint(val, 10, 64); err == nil {
+		v.Family, v.TAT = engine.FamilyCL, tat
+	}
+	return v, true, nil
+}
+
+// PTTL returns key's time to live in milliseconds: -2 when it does not
+// exist, -1 when it has no expiry.
+func (k *StoreKeys) PTTL(ctx context.Context, key string) (int64, error) {
+	d, err := k.client.PTTL(ctx, k.prefix+key).Result()
+	if err != nil {
+		return 0, err
+	}
+	if d < 0 { // go-redis gives -1 and -2 as that many nanoseconds
+		return int64(d), nil
+	}
+	return d.Milliseconds(), nil
+}
+
+// Exists counts the keys that exist, a key named twice counting twice.
+func (k *StoreKeys) Exists(ctx context.Context, keys []string) (int64, error) {
+	pipe := k.client.Pipeline()
+	cmds := make([]*redis.IntCmd, len(keys))
+	for i, key := range keys {
+		cmds[i] = pipe.Exists(ctx, k.prefix+key)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return 0, err
+	}
+	n := int64(0)
+	for _, c := range cmds {
+		n += c.Val()
+	}
+	return n, nil
+}
+
+// Delete removes keys and returns how many existed. Every instance's
+// caches of them are told.
+func (k *StoreKeys) Delete(ctx context.Context, keys []string) (int64, error) {
+	pipe := k.client.Pipeline()
+	cmds := make([]*redis.IntCmd, len(keys))
+	for i, key := range keys {
+		cmds[i] = pipe.Del(ctx, k.prefix+key)
+	}
+	_, err := pipe.Exec(ctx)
+	k.deleted(keys) // also after a failure: some may be gone
+	if err != nil {
+		return 0, err
+	}
+	n := int64(0)
+	for _, c := range cmds {
+		n += c.Val()
+	}
+	return n, nil
+}
+
+// Scan is SCAN cursor MATCH pattern COUNT count under the prefix, the
+// prefix taken off the keys returned. pattern "" matches every key; typ,
+// when not empty, keeps the keys whose family's type name it is. In a
+// cluster, the cursor's top 16 bits are the master it walks (in the order
+// of their addresses) and the rest that master's own cursor.
+func (k *StoreKeys) Scan(ctx context.Context, cursor uint64, pattern string, count int64, typ string) ([]string, uint64, error) {
+	match := escapeGlob(k.prefix) + cmp.Or(pattern, "*")
+	nodes, err := k.masters(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	idx, nodeCursor := int(cursor>>48), cursor&(1<<48-1)
+	if len(nodes) == 1 {
+		idx, nodeCursor = 0, cursor
+	}
+	if idx >= len(nodes) {
+		return nil, 0, nil
+	}
+	keys, next, err := nodes[idx].Scan(ctx, nodeCursor, match, count).Result()
+	if err != nil {
+		return nil, 0, err
+	}
+	out := make([]string, 0, len(keys))
+	for _, key := range keys {
+		name := key[len(k.prefix):]
+		if typ != "" {
+			v, ok, err := k.Get(ctx, name)
+			if err != nil {
+				return nil, 0, err
+			}
+			if !ok || typeName(v) != typ {
+				continue
+			}
+		}
+		out = append(out, name)
+	}
+	switch {
+	case len(nodes) == 1:
+		return out, next, nil
+	case next != 0:
+		return out, uint64(idx)<<48 | next, nil
+	case idx+1 < len(nodes):
+		return out, uint64(idx+1) << 48, nil
+	}
+	return out, 0, nil
+}
+
+// typeName is TYPE's answer for a key the store holds.
+func typeName(v engine.Value) string {
+	if v.Family == engine.FamilyNone {
+		return "string" // another application's value: a string to Redis
+	}
+	return v.Family.TypeName()
+}
+
+// Keys lists every key under the prefix matching pattern.
+func (k *StoreKeys) Keys(ctx context.Context, pattern string) ([]string, error) {
+	var out []string
+	err := k.each(ctx, escapeGlob(k.prefix)+pattern, func(_ redis.Cmdable, keys []string) error {
+		for _, key := range keys {
+			out = append(out, key[len(k.prefix):])
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Len is DBSIZE: the number of keys under the prefix, or with no prefix
+// every key of the store.
+func (k *StoreKeys) Len(ctx context.Context) (int64, error) {
+	if k.prefix == "" {
+		nodes, err := k.masters(ctx)
+		if err != nil {
+			return 0, err
+		}
+		n := int64(0)
+		for _, node := range nodes {
+			m, err := node.DBSize(ctx).Result()
+			if err != nil {
+				return 0, err
+			}
+			n += m
+		}
+		return n, nil
+	}
+	n := int64(0)
+	err := k.each(ctx, escapeGlob(k.prefix)+"*", func(_ redis.Cmdable, keys []string) error {
+		n += int64(len(keys))
+		return nil
+	})
+	return n, err
+}
+
+// Flush deletes every key under the prefix, and refuses (ErrNoPrefix) when
+// there is no prefix: shared mode never wipes a store that other
+// applications may use.
+func (k *StoreKeys) Flush(ctx context.Context) error {
+	if k.prefix == "" {
+		return ErrNoPrefix
+	}
+	err := k.each(ctx, escapeGlob(k.prefix)+"*", func(_ redis.Cmdable, keys []string) error {
+		pipe := k.client.Pipeline()
+		for _, key := range keys {
+			pipe.Unlink(ctx, key) // one key a command: keys may be in different slots
+		}
+		_, err := pipe.Exec(ctx)
+		return err
+	})
+	k.deleted(nil)
+	return err
+}
+
+// each walks the keys matching match on every master, calling fn with
+// each batch SCAN returns.
+func (k *StoreKeys) each(ctx context.Context, match string, fn func(node redis.Cmdable, keys []string) error) error {
+	nodes, err := k.masters(ctx)
+	if err != nil {
+		return err
+	}
+	for _, node := range nodes {
+		var cursor uint64
+		for {
+			keys, next, err := node.Scan(ctx, cursor, match, flushBatch).Result()
+			if err != nil {
+				return err
+			}
+			if len(keys) > 0 {
+				if err := fn(node, keys); err != nil {
+					return err
+				}
+			}
+			if cursor = next; cursor == 0 {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// masters returns the store's masters, ordered by address: the one client
+// of a single Redis, or each master of a cluster.
+func (k *StoreKeys) masters(ctx context.Context) ([]redis.Cmdable, error) {
+	cc, ok := k.client.(*redis.ClusterClient)
+	if !ok {
+		return []redis.Cmdable{k.client}, nil
+	}
+	type node struct {
+		addr string
+		c    *redis.Client
+	}
+	var (
+		mu    sync.Mutex // ForEachMaster calls fn concurrently
+		nodes []node
+	)
+	err := cc.ForEachMaster(ctx, func(_ context.Context, c *redis.Client) error {
+		mu.Lock()
+		defer mu.Unlock()
+		nodes = append(nodes, node{c.Options().Addr, c})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(nodes, func(a, b node) int { return cmp.Compare(a.addr, b.addr) })
+	out := make([]redis.Cmdable, len(nodes))
+	for i, n := range nodes {
+		out[i] = n.c
+	}
+	return out, nil
+}
+
+// isWrongType reports whether err is Redis's WRONGTYPE error.
+func isWrongType(err error) bool {
+	var rerr redis.Error
+	return errors.As(err, &rerr) && strings.HasPrefix(err.Error(), "WRONGTYPE ")
+}

@@ -1,0 +1,140 @@
+package persist
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/cellserver/cellserver/engine"
+	"github.com/cellserver/cellserver/persist/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+// TestStoreKeys: the keyspace commands read and change the store under the
+// prefix only, and tell who deleted what.
+func TestStoreKeys(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	ctx := context.Background()
+	var deleted [][]string
+	k := NewStoreKeys(rdb, "p:", func(keys []string) { deleted = append(deleted, keys) })
+
+	exp := time.Now().Add(time.Hour).UnixMilli()
+	fw, _ := encodeState(nil, &engine.Record{Family: engine.FamilyFW, Start: 0, Cur: 3})
+	for key, val := range map[string]string{"p:cl": "1800000000000000000", "p:fw": string(fw), "p:other": "hello", "q:outside": "1"} {
+		if err := rdb.Do(ctx, "SET", key, val, "PXAT", exp).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	if v, ok, err := k.Get(ctx, "cl"); err != nil || !ok || v.Family != engine.FamilyCL || v.TAT != 1800000000000000000 {
+		t.Errorf("Get(cl) = %+v, %v, %v", v, ok, err)
+	}
+	if v, ok, err := k.Get(ctx, "fw"); err != nil || !ok || v.Family != engine.FamilyFW {
+		t.Errorf("Get(fw) = %+v, %v, %v", v, ok, err)
+	}
+	if v, ok, err := k.Get(ctx, "other"); err != nil || !ok || v.Family != engine.FamilyNone {
+		t.Errorf("Get(other) = %+v, %v, %v; want a value that is not a limit's", v, ok, err)
+	}
+	if _, ok, err := k.Get(ctx, "outside"); err != nil || ok {
+		t.Errorf("Get(outside) found a key outside the prefix (%v)", err)
+	}
+	if ms, err := k.PTTL(ctx, "cl"); err != nil || ms <= 0 || ms > 3600_000 {
+		t.Errorf("PTTL(cl) = %d, %v", ms, err)
+	}
+	if ms, err := k.PTTL(ctx, "missing"); err != nil || ms != -2 {
+		t.Errorf("PTTL(missing) = %d, %v; want -2", ms, err)
+	}
+	if n, err := k.Exists(ctx, []string{"cl", "cl", "missing", "fw"}); err != nil || n != 3 {
+		t.Errorf("Exists = %d, %v; want 3", n, err)
+	}
+	if n, err := k.Len(ctx); err != nil || n != 3 {
+		t.Errorf("Len = %d, %v; want the 3 keys under the prefix", n, err)
+	}
+	keys, err := k.Keys(ctx, "*")
+	slices.Sort(keys)
+	if err != nil || !slices.Equal(keys, []string{"cl", "fw", "other"}) {
+		t.Errorf("Keys(*) = %q, %v", keys, err)
+	}
+	got, cursor, err := k.Scan(ctx, 0, "", 100, "fw")
+	if err != nil || cursor != 0 || !slices.Equal(got, []string{"fw"}) {
+		t.Errorf("Scan TYPE fw = %q, %d, %v", got, cursor, err)
+	}
+
+	if n, err := k.Delete(ctx, []string{"cl", "missing"}); err != nil || n != 1 {
+		t.Errorf("Delete = %d, %v; want 1", n, err)
+	}
+	if len(deleted) != 1 || !slices.Equal(deleted[0], []string{"cl", "missing"}) {
+		t.Errorf("deleted was told %q", deleted)
+	}
+	if err := k.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := rdb.DBSize(ctx).Result(); n != 1 {
+		t.Errorf("after Flush the store holds %d keys, want only the one outside the prefix", n)
+	}
+	if len(deleted) != 2 || deleted[1] != nil {
+		t.Errorf("a flush must tell deleted nil (every key), it was told %q", deleted)
+	}
+	if err := NewStoreKeys(rdb, "", nil).Flush(ctx); !errors.Is(err, ErrNoPrefix) {
+		t.Errorf("Flush without a prefix = %v, want ErrNoPrefix", err)
+	}
+	if n, _ := rdb.DBSize(ctx).Result(); n != 1 {
+		t.Errorf("a refused flush deleted keys: %d left", n)
+	}
+}
+
+// TestStoreKeysCluster: SCAN's cursor walks every master in turn, and the
+// whole-keyspace commands see every master's keys.
+func TestStoreKeysCluster(t *testing.T) {
+	t.Parallel()
+	nodes := redistest.StartCluster(t, 3)
+	addrs := make([]string, len(nodes))
+	for i, n := range nodes {
+		addrs[i] = n.Addr
+	}
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	defer cc.Close()
+	ctx := context.Background()
+	k := NewStoreKeys(cc, "c:", nil)
+	const n = 300
+	want := make([]string, n)
+	for i := range want {
+		want[i] = fmt.Sprint("k", i)
+		if err := cc.Set(ctx, "c:"+want[i], "1", time.Hour).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	cursor, calls := uint64(0), 0
+	for {
+		keys, next, err := k.Scan(ctx, cursor, "k*", 50, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, keys...)
+		calls++
+		if cursor = next; cursor == 0 || calls > 1000 {
+			break
+		}
+	}
+	slices.Sort(got)
+	got = slices.Compact(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("SCAN over the cluster found %d distinct keys, want %d", len(got), n)
+	}
+	if m, err := k.Len(ctx); err != nil || m != n {
+		t.Errorf("Len = %d, %v; want %d", m, err, n)
+	}
+	if err := k.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := k.Len(ctx); err != nil || m != 0 {
+		t.Errorf("after Flush, Len = %d, %v", m, err)
+	}
+}
