@@ -47,6 +47,9 @@ func Dial(rawURL, prefix string) (*Redis, error) {
 // Close closes the client.
 func (r *Redis) Close() error { return r.client.Close() }
 
+// Client returns the client the store talks through.
+func (r *Redis) Client() redis.UniversalClient { return r.client }
+
 // Save writes recs in one pipeline (in a cluster, one per node): SET with
 // PXAT for a live key, in redis-cell's format for a CL key and in
 // cellserver's own for the others; DEL for a deleted key. Records of a
@@ -131,6 +134,9 @@ func (r *Redis) loadNode(ctx context.Context, node redis.Cmdable, match string, 
 			pipe.Exec(ctx)
 			nowMs := r.now().UnixMilli()
 			for i, k := range keys {
+				if k == r.prefix+LeaseKey {
+					continue // not a limit: write-behind's lease
+				}
 				rec, live, err := r.record(k, gets[i], pttls[i], nowMs)
 				switch {
 				case err == errSkip:

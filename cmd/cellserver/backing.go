@@ -20,6 +20,7 @@ const flushTimeout = 10 * time.Second
 type backing struct {
 	store  *persist.Redis
 	writer *persist.Writer
+	lease  *persist.Lease // warns when a second write-behind instance shares the store
 }
 
 // openBacking connects to the backing Redis that cfg names, loads it into
@@ -47,7 +48,8 @@ func openBacking(ctx context.Context, cfg config, eng *engine.Engine, log *slog.
 		return nil, err
 	}
 	w.Start()
-	return &backing{store: store, writer: w}, nil
+	lease := persist.StartLease(store.Client(), cfg.backingPrefix, log)
+	return &backing{store: store, writer: w, lease: lease}, nil
 }
 
 // close writes every change still pending, within flushTimeout, and closes
@@ -56,6 +58,7 @@ func (b *backing) close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
 	defer cancel()
 	err := b.writer.Close(ctx)
+	b.lease.Close()
 	b.store.Close()
 	return err
 }
