@@ -107,15 +107,15 @@ func (s *shard) soonest() (uint32, bool) {
 		// item, already seen, into its place.
 		for j := len(b.slots) - 1; j >= 0; j-- {
 			slot := b.slots[j]
-			e := &s.entries[slot]
+			ent := &s.entries[slot]
 			switch {
-			case expiryBucketOf(e.expireAt) > num:
+			case expiryBucketOf(ent.expireAt) > num:
 				s.refile(slot)
-			case e.pinned():
+			case ent.pinned():
 				// a key a ThrottleAll is recording: not a candidate
-			case best == nil || e.expireAt < best.expireAt ||
-				e.expireAt == best.expireAt && s.name(e) < s.name(best):
-				best, bestSlot = e, slot
+			case best == nil || ent.expireAt < best.expireAt ||
+				ent.expireAt == best.expireAt && s.name(ent) < s.name(best):
+				best, bestSlot = ent, slot
 			}
 		}
 		if num == math.MaxUint32 {
@@ -130,12 +130,12 @@ func (s *shard) soonest() (uint32, bool) {
 // as expired, not evicted, and is left to the backing store's own expiry,
 // as the sweep leaves it.
 func (s *shard) evict(i uint32, nowMs int64) {
-	e := &s.entries[i]
-	if nowMs > e.expireAt {
+	ent := &s.entries[i]
+	if nowMs > ent.expireAt {
 		s.expired.Add(1)
 	} else {
 		s.evicted.Add(1)
-		s.markChanged(s.name(e))
+		s.markChanged(s.name(ent))
 	}
 	s.remove(i, s.cellOf(i))
 }

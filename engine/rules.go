@@ -278,11 +278,11 @@ func (v *verdict) current(key []byte) *entry {
 	if v.ent == nil {
 		return nil
 	}
-	e := &v.s.entries[v.slot]
-	if e.family() == FamilyNone || v.s.name(e) != string(key) {
+	ent := &v.s.entries[v.slot]
+	if ent.family() == FamilyNone || v.s.name(ent) != string(key) {
 		return nil
 	}
-	return e
+	return ent
 }
 
 // ensure returns ent, or a new entry for key when ent is nil.
