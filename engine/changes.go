@@ -79,7 +79,7 @@ func (e *Engine) Changes(buf []Record, max int) []Record {
 				break
 			}
 			delete(s.changed, name)
-			buf = append(buf, s.record(name, nowMs))
+			buf = append(buf, s.snapshot(name, nowMs))
 		}
 		s.mu.Unlock()
 	}
@@ -104,8 +104,9 @@ func (s *shard) admit(rec Record, nowMs int64) bool {
 	return true
 }
 
-// record returns key's current state as a Record.
-func (s *shard) record(name string, nowMs int64) Record {
+// snapshot returns key's current state as a Record, copied out of the
+// keyspace.
+func (s *shard) snapshot(name string, nowMs int64) Record {
 	i, _, ok := s.find(bytesOf(name))
 	if !ok || nowMs > s.entries[i].expireAt {
 		return Record{Key: name, Deleted: true}

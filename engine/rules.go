@@ -46,7 +46,7 @@ func (e *Engine) ThrottleWindow(tx *Txn, r Rule, quantity int64) (Decision, erro
 		return Decision{}, err
 	}
 	if !v.d.Limited {
-		if err := e.record(&v, r, now, quantity); err != nil {
+		if err := e.commit(&v, r, now, quantity); err != nil {
 			return Decision{}, err
 		}
 	}
@@ -98,7 +98,7 @@ func (e *Engine) ThrottleAll(tx *Txn, rules []Rule, quantity int64) (Decision, e
 			defer unpin(vs, rules)
 		}
 		for i, r := range rules {
-			if err := e.record(&vs[i], r, now, quantity); err != nil {
+			if err := e.commit(&vs[i], r, now, quantity); err != nil {
 				return Decision{}, err
 			}
 			if budgeted {
@@ -220,9 +220,9 @@ func (e *Engine) judge(s *shard, r Rule, now, qty int64, v *verdict) error {
 	return nil
 }
 
-// record writes an admitted verdict. A quantity of 0 never creates a key
+// commit writes an admitted verdict. A quantity of 0 never creates a key
 // and never extends one.
-func (e *Engine) record(v *verdict, r Rule, now, qty int64) error {
+func (e *Engine) commit(v *verdict, r Rule, now, qty int64) error {
 	s, ent, nowMs := v.s, v.current(r.Key), now/1_000_000
 	switch r.Family {
 	case FamilyCL:
