@@ -86,24 +86,6 @@ func (e *Engine) Changes(buf []Record, max int) []Record {
 	return buf
 }
 
-// admit makes room in the shard's budget for a new key holding rec by
-// evicting the keys that expire before rec does, soonest first. It reports
-// false when rec itself is the soonest to go, or does not fit alone.
-func (s *shard) admit(rec Record, nowMs int64) bool {
-	cost := keyCost(rec.Family, len(rec.Key))
-	if s.budget != 0 && cost > s.budget {
-		return false
-	}
-	for !s.fits(cost) {
-		i, ok := s.soonest()
-		if !ok || s.entries[i].expireAt >= rec.ExpireAtMs {
-			return false
-		}
-		s.evict(i, nowMs)
-	}
-	return true
-}
-
 // snapshot returns key's current state as a Record, copied out of the
 // keyspace.
 func (s *shard) snapshot(name string, nowMs int64) Record {
@@ -193,7 +175,7 @@ func (e *Engine) Restore(rec Record) bool {
 	ent := s.lookup(key, nowMs)
 	switch {
 	case ent == nil:
-		if !s.admit(rec, nowMs) {
+		if !s.makeRoom(keyCost(rec.Family, len(rec.Key)), rec.ExpireAtMs, nowMs) {
 			// Memory is full of keys that outlive this one: it is the one
 			// to evict, here and in the backing store.
 			s.evicted.Add(1)

@@ -69,9 +69,14 @@ func (s *shard) fits(cost int64) bool {
 }
 
 // makeRoom evicts the shard's keys, the soonest to expire first, until cost
-// more bytes fit its budget. It reports false, evicting nothing, when cost
-// alone is over the budget.
-func (s *shard) makeRoom(cost, nowMs int64) bool {
+// more bytes fit its budget, and reports whether they do. It never evicts a
+// key that expires at or after outlive: when that key would be next,
+// makeRoom stops and reports false (Restore passes the new key's expiry, so
+// that a key read back never pushes out keys that outlive it; create passes
+// anyExpiry). It reports false, evicting nothing, when cost alone is over
+// the budget, and true when only pinned keys are left: a ThrottleAll's
+// reserve has counted them.
+func (s *shard) makeRoom(cost, outlive, nowMs int64) bool {
 	if s.budget == 0 {
 		return true
 	}
@@ -81,12 +86,18 @@ func (s *shard) makeRoom(cost, nowMs int64) bool {
 	for !s.fits(cost) {
 		i, ok := s.soonest()
 		if !ok {
-			break // nothing left; cannot happen while used > 0
+			break // nothing left but pinned keys
+		}
+		if outlive != anyExpiry && s.entries[i].expireAt >= outlive {
+			return false
 		}
 		s.evict(i, nowMs)
 	}
 	return true
 }
+
+// anyExpiry is makeRoom's outlive for a new key that may evict any other.
+const anyExpiry = math.MaxInt64
 
 // soonest returns the slot of the key that expires first (the first by
 // name on a tie), or false when the shard has no key but pinned ones. It

@@ -115,7 +115,7 @@ func (s *shard) lookupSlot(key []byte, nowMs int64) (uint32, bool) {
 // arrays cannot address one more key or name.
 func (s *shard) create(key []byte, family Family, expireAt, nowMs int64) *entry {
 	cost := keyCost(family, len(key))
-	if len(key) > maxNameLen || len(s.entries)-len(s.free) >= maxSlabSize || !s.makeRoom(cost, nowMs) {
+	if len(key) > maxNameLen || len(s.entries)-len(s.free) >= maxSlabSize || !s.makeRoom(cost, anyExpiry, nowMs) {
 		return nil
 	}
 	off, ok := s.names.add(key)
