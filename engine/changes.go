@@ -132,11 +132,7 @@ func (e *Engine) MarkChanged(keys []string) {
 // Pending is the number of keys changed and not yet taken by Changes.
 func (e *Engine) Pending() int {
 	n := 0
-	for _, s := range e.shards {
-		s.mu.Lock()
-		n += len(s.changed)
-		s.mu.Unlock()
-	}
+	e.forEachShard(nil, func(s *shard) { n += len(s.changed) })
 	return n
 }
 

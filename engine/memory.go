@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"math"
+	"sync/atomic"
 )
 
 // ErrOutOfMemory is returned when a new key does not fit its shard's share of
@@ -46,21 +47,13 @@ func (e *Engine) MaxMemory() int64 { return e.maxMemory }
 // name plus a fixed overhead per key (keyOverhead), summed over the keys
 // held, including expired keys the sweep has not removed yet.
 func (e *Engine) Used() int64 {
-	n := int64(0)
-	for _, s := range e.shards {
-		n += s.used.Load()
-	}
-	return n
+	return e.sum(func(s *shard) *atomic.Int64 { return &s.used })
 }
 
 // EvictedKeys is how many live keys have been removed to stay within
 // MaxMemory.
 func (e *Engine) EvictedKeys() int64 {
-	n := int64(0)
-	for _, s := range e.shards {
-		n += s.evicted.Load()
-	}
-	return n
+	return e.sum(func(s *shard) *atomic.Int64 { return &s.evicted })
 }
 
 // fits reports whether cost more bytes fit the shard's budget as it is.
