@@ -1,15 +1,30 @@
 package engine
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // ThrottleAll's errors.
 var (
-	// ErrDuplicateKey is returned when two rules of one ThrottleAll name the
-	// same key.
+	// ErrDuplicateKey is what a ThrottleAll whose rules name the same key
+	// twice returns, as a *DuplicateKeyError that matches it (errors.Is).
 	ErrDuplicateKey = errors.New("rules name the same key twice")
 	// ErrNoRules is returned by a ThrottleAll without rules.
 	ErrNoRules = errors.New("no rules")
 )
+
+// DuplicateKeyError says which two rules of a ThrottleAll name the same key:
+// First and Second are their indexes, First < Second, Second the first rule
+// to repeat an earlier rule's key. It matches ErrDuplicateKey.
+type DuplicateKeyError struct{ First, Second int }
+
+func (err *DuplicateKeyError) Error() string {
+	return fmt.Sprintf("rules %d and %d name the same key", err.First, err.Second)
+}
+
+// Is reports whether target is ErrDuplicateKey.
+func (err *DuplicateKeyError) Is(target error) bool { return target == ErrDuplicateKey }
 
 // Rule is one limit on one key.
 type Rule struct {
@@ -68,8 +83,8 @@ func (e *Engine) ThrottleAll(tx *Txn, rules []Rule, quantity int64) (Decision, e
 	if len(rules) == 0 {
 		return Decision{}, ErrNoRules
 	}
-	if hasDuplicateKey(rules) {
-		return Decision{}, ErrDuplicateKey
+	if first, second, dup := duplicateKey(rules); dup {
+		return Decision{}, &DuplicateKeyError{First: first, Second: second}
 	}
 	if tx == nil {
 		keys := make([][]byte, len(rules))
@@ -352,26 +367,27 @@ func unpin(vs []verdict, rules []Rule) {
 	}
 }
 
-// hasDuplicateKey reports whether two rules name the same key: pairwise
-// for a few rules, which allocates nothing, through a set for many, so that
-// a request with thousands of rules costs linear time.
-func hasDuplicateKey(rules []Rule) bool {
+// duplicateKey finds the first rule that names an earlier rule's key, and
+// that earlier rule: pairwise for a few rules, which allocates nothing,
+// through a map for many, so that a request with thousands of rules costs
+// linear time.
+func duplicateKey(rules []Rule) (first, second int, dup bool) {
 	if len(rules) <= 16 {
 		for i := range rules {
 			for j := 0; j < i; j++ {
 				if string(rules[i].Key) == string(rules[j].Key) {
-					return true
+					return j, i, true
 				}
 			}
 		}
-		return false
+		return 0, 0, false
 	}
-	seen := make(map[string]struct{}, len(rules))
-	for _, r := range rules {
-		if _, dup := seen[string(r.Key)]; dup {
-			return true
+	seen := make(map[string]int, len(rules))
+	for i, r := range rules {
+		if j, ok := seen[string(r.Key)]; ok {
+			return j, i, true
 		}
-		seen[string(r.Key)] = struct{}{}
+		seen[string(r.Key)] = i
 	}
-	return false
+	return 0, 0, false
 }
