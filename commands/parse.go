@@ -99,6 +99,20 @@ func equalFold(b []byte, s string) bool {
 	return true
 }
 
+// maxQuotedArg is the most bytes of an argument an error quotes, as Redis
+// quotes a command's name and arguments.
+const maxQuotedArg = 128
+
+// quoteArg makes an argument safe to quote in an error: at most
+// maxQuotedArg bytes, on one line. Every error that quotes an argument
+// truncates it here.
+func quoteArg(b []byte) string {
+	if len(b) > maxQuotedArg {
+		b = b[:maxQuotedArg]
+	}
+	return oneLine(string(b))
+}
+
 // oneLine makes text safe inside an error reply, as Redis does: CR and LF
 // become spaces.
 func oneLine(s string) string {

@@ -171,12 +171,3 @@ func writeDecision(ctx *Context, w Writer, d engine.Decision, millis bool) {
 	}
 	writeResult(ctx, w, r)
 }
-
-// quoteArg makes an argument safe to quote in an error: at most 128 bytes,
-// on one line.
-func quoteArg(b []byte) string {
-	if len(b) > 128 {
-		b = b[:128]
-	}
-	return oneLine(string(b))
-}
