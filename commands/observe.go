@@ -173,12 +173,7 @@ func (c *Commands) newObserver() *observer {
 		o.byCommand[cmd] = m
 		o.ordered = append(o.ordered, m)
 	}
-	for _, cmd := range c.table.sorted {
-		add(cmd)
-		for _, sub := range cmd.Sub {
-			add(sub)
-		}
-	}
+	c.eachCommand(add)
 	slices.SortFunc(o.ordered, func(a, b *commandMetrics) int { return strings.Compare(a.name, b.name) })
 	return o
 }
