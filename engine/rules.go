@@ -19,6 +19,7 @@ var (
 // to repeat an earlier rule's key. It matches ErrDuplicateKey.
 type DuplicateKeyError struct{ First, Second int }
 
+// Error names the two rules by their indexes.
 func (err *DuplicateKeyError) Error() string {
 	return fmt.Sprintf("rules %d and %d name the same key", err.First, err.Second)
 }
@@ -78,7 +79,8 @@ func (e *Engine) ThrottleWindow(tx *Txn, r Rule, quantity int64) (Decision, erro
 // quantity), its reset_after the largest among all. When the call is
 // limited, a rule that would have admitted the quantity reports its
 // remaining and reset_after without it, as nothing was recorded. Rules must
-// name distinct keys, and there must be at least one.
+// name distinct keys (else a *DuplicateKeyError), and there must be at least
+// one (else ErrNoRules).
 func (e *Engine) ThrottleAll(tx *Txn, rules []Rule, quantity int64) (Decision, error) {
 	if len(rules) == 0 {
 		return Decision{}, ErrNoRules
