@@ -3,20 +3,10 @@ package commands
 import (
 	"fmt"
 	"strings"
-	"sync"
-	"sync/atomic"
 )
 
-// commandStats is what INFO commandstats needs of one command beyond its
-// metrics (observe.go), which count every call, its time and its errors:
-// the calls rejected before they ran, and the metrics as they stood at the
-// last CONFIG RESETSTAT, which INFO subtracts, since the metrics only grow.
-type commandStats struct {
-	rejected atomic.Int64
-
-	mu   sync.Mutex    // guards base
-	base statsSnapshot // calls, nanos and failed at the last reset
-}
+// INFO commandstats and INFO stats' totals, read from each command's
+// metrics (commandMetrics, observe.go).
 
 // statsSnapshot is one command's INFO commandstats counters.
 type statsSnapshot struct {
@@ -25,13 +15,14 @@ type statsSnapshot struct {
 
 // sinceReset returns cmd's counters since the last CONFIG RESETSTAT.
 func (c *Commands) sinceReset(cmd *Command) statsSnapshot {
-	s := c.observer().byCommand[cmd].totals()
-	cmd.stats.mu.Lock()
-	base := cmd.stats.base
-	cmd.stats.mu.Unlock()
+	m := c.obs.byCommand[cmd]
+	s := m.totals()
+	m.mu.Lock()
+	base := m.base
+	m.mu.Unlock()
 	return statsSnapshot{
 		calls: s.calls - base.calls, nanos: s.nanos - base.nanos, failed: s.failed - base.failed,
-		rejected: cmd.stats.rejected.Load(),
+		rejected: m.rejected.Load(),
 	}
 }
 
@@ -81,13 +72,13 @@ func (c *Commands) totals() (processed, errors int64) {
 // the metrics keep counting. The host's connection counters and the
 // engine's expired-key count are not ours to reset.
 func (c *Commands) resetStats() {
-	o := c.observer()
 	c.eachCommand(func(cmd *Command) {
-		s := o.byCommand[cmd].totals()
-		cmd.stats.mu.Lock()
-		cmd.stats.base = s
-		cmd.stats.mu.Unlock()
-		cmd.stats.rejected.Store(0)
+		m := c.obs.byCommand[cmd]
+		s := m.totals()
+		m.mu.Lock()
+		m.base = s
+		m.mu.Unlock()
+		m.rejected.Store(0)
 	})
 	c.unknown.Store(0)
 }

@@ -38,10 +38,6 @@ type Options struct {
 	// log keeps, dropping the oldest. 0 keeps none, so the zero Options keep
 	// no slow log; cellserver's flags default to Redis's 10000 and 128.
 	SlowlogMaxLen int
-
-	// obs holds the commands' *observer (metrics and slow log), made on
-	// first use; it is state, not configuration.
-	obs atomic.Value
 }
 
 // Commands is the command table with its dispatcher and per-command counters.
@@ -49,6 +45,7 @@ type Options struct {
 type Commands struct {
 	opts    Options
 	table   *table
+	obs     *observer // every command's statistics and the slow log
 	started time.Time
 
 	// unknown counts the unknown commands, errors that belong to no
@@ -81,7 +78,7 @@ func New(opts Options) *Commands {
 	}
 	c := &Commands{opts: opts, started: time.Now()}
 	c.table = newTable(c.all())
-	c.table.byName["exec"].Run = c.exec
+	c.obs = c.newObserver()
 	return c
 }
 
@@ -99,7 +96,7 @@ func (c *Commands) all() []*Command {
 	var cmds []*Command
 	for _, group := range [][]*Command{
 		throttleCommands(), windowCommands(), keyspaceCommands(), connectionCommands(),
-		transactionCommands(), c.serverCommands(),
+		c.transactionCommands(), c.serverCommands(),
 	} {
 		cmds = append(cmds, group...)
 	}
@@ -172,7 +169,7 @@ func (c *Commands) resolve(args [][]byte) (*Command, string) {
 
 // run calls the handler and counts the call, its time and its outcome.
 func (c *Commands) run(ctx *Context, ew *errorCounter, cmd *Command, args [][]byte) {
-	o := c.observer()
+	o := c.obs
 	ctx.metrics, ctx.stripe = o.byCommand[cmd], stripeOf(ctx.Client.ID)
 	start := ctx.Client.commandStart()
 	cmd.Run(ctx, ew, args)
@@ -185,7 +182,7 @@ func (c *Commands) run(ctx *Context, ew *errorCounter, cmd *Command, args [][]by
 // MULTI it also makes EXEC abort.
 func (c *Commands) reject(w Writer, cl *Client, cmd *Command, msg string) {
 	if cmd != nil {
-		cmd.stats.rejected.Add(1)
+		c.obs.byCommand[cmd].rejected.Add(1)
 	} else {
 		c.unknown.Add(1)
 	}

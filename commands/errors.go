@@ -90,7 +90,6 @@ const (
 	msgAllCellInt    = "%s must be an integer" // a CL rule's max_burst, count or period
 	msgAllZeroRate   = "zero rates are not supported: count and period must not be 0"
 	msgAllDuplicate  = "ERR rules %d and %d name the same key; each rule needs a key of its own"
-	msgAllSameKey    = "ERR two rules name the same key; each rule needs a key of its own"
 	// msgAllRateRounds and msgAllCellExpire are GCRA's errors when the
 	// engine, not the parser, finds them.
 	msgAllRateRounds = "ERR a CL rule's rate is zero: its period divided by its count is under one nanosecond"

@@ -3,6 +3,7 @@ package commands
 import (
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -53,7 +54,7 @@ func (m CommandMetrics) Calls() uint64 {
 // Metrics returns every command's counters, by name. The counters only grow:
 // CONFIG RESETSTAT, which zeroes INFO's, leaves them alone.
 func (c *Commands) Metrics() []CommandMetrics {
-	o := c.observer()
+	o := c.obs
 	out := make([]CommandMetrics, 0, len(o.ordered))
 	for _, m := range o.ordered {
 		out = append(out, m.sum())
@@ -88,7 +89,7 @@ func (m *commandMetrics) totals() statsSnapshot {
 // decisions returns the deciding commands' allowed and limited answers,
 // summed, for INFO.
 func (c *Commands) decisions() (allowed, limited uint64) {
-	for _, m := range c.observer().ordered {
+	for _, m := range c.obs.ordered {
 		s := m.sum()
 		allowed += s.Allowed
 		limited += s.Limited
@@ -105,13 +106,21 @@ const counterStripes = 16
 // stripeOf is the copy of the metrics client id counts into.
 func stripeOf(id int64) int { return int(uint64(id) % counterStripes) }
 
-// commandMetrics are one command's outcome counts and latency histogram,
-// one copy per stripe (see counterStripes). Atomic counters, so that
-// counting a call allocates nothing and takes no lock.
+// commandMetrics are one command's statistics, the only ones kept: its
+// outcome counts and latency histogram, one copy per stripe (see
+// counterStripes), which metrics read and which only grow; and what INFO
+// commandstats adds: the calls rejected before they ran, and the totals as
+// they stood at the last CONFIG RESETSTAT, which INFO subtracts. Atomic
+// counters, so that counting a call allocates nothing and takes no lock.
 type commandMetrics struct {
 	name    string
 	decides bool
 	stripes [counterStripes]metricsStripe
+
+	rejected atomic.Int64 // since the last CONFIG RESETSTAT
+
+	mu   sync.Mutex    // guards base
+	base statsSnapshot // calls, nanos and failed at the last reset
 }
 
 // metricsStripe is one copy of a command's metrics, padded so that no two
@@ -140,21 +149,12 @@ func (m *metricsStripe) record(d time.Duration, errors int, decides bool) {
 	}
 }
 
-// observer is what observe records into: every command's metrics and the
-// slow log. It is built once per Commands, on first use.
+// observer is what observe records into: every command's statistics and
+// the slow log. New builds it once per Commands, after the table.
 type observer struct {
 	byCommand map[*Command]*commandMetrics // read-only once built
 	ordered   []*commandMetrics            // by name
 	slowlog   *slowlog                     // nil when the slow log keeps nothing
-}
-
-// observer returns the commands' observer, building it on first use.
-func (c *Commands) observer() *observer {
-	if o, ok := c.opts.obs.Load().(*observer); ok {
-		return o
-	}
-	c.opts.obs.CompareAndSwap(nil, c.newObserver())
-	return c.opts.obs.Load().(*observer)
 }
 
 // newObserver builds an observer for every command and subcommand of the
@@ -173,12 +173,7 @@ func (c *Commands) newObserver() *observer {
 		o.byCommand[cmd] = m
 		o.ordered = append(o.ordered, m)
 	}
-	for _, cmd := range c.table.sorted {
-		add(cmd)
-		for _, sub := range cmd.Sub {
-			add(sub)
-		}
-	}
+	c.eachCommand(add)
 	slices.SortFunc(o.ordered, func(a, b *commandMetrics) int { return strings.Compare(a.name, b.name) })
 	return o
 }

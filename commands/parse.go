@@ -41,8 +41,14 @@ func parseCellInt(b []byte) (int64, bool) {
 	return n, true
 }
 
-// parseRedisInt parses an integer as Redis's string2ll does: an optional
-// minus sign, digits without leading zeros (except "0"), within int64.
+// ParseInt parses an integer as Redis's string2ll does: an optional minus
+// sign, digits without leading zeros (except "0"), at most 20 bytes, within
+// int64. It is the one rule for Redis's integers: every command argument
+// read as an integer goes through it (parseRedisInt), and a RESP reader's
+// "*N" and "$N" lengths follow it too. It allocates nothing.
+func ParseInt(b []byte) (int64, bool) { return parseRedisInt(b) }
+
+// parseRedisInt is ParseInt, under the name the handlers use.
 func parseRedisInt(b []byte) (int64, bool) {
 	if len(b) == 0 || len(b) > 20 {
 		return 0, false
@@ -97,6 +103,20 @@ func equalFold(b []byte, s string) bool {
 		}
 	}
 	return true
+}
+
+// maxQuotedArg is the most bytes of an argument an error quotes, as Redis
+// quotes a command's name and arguments.
+const maxQuotedArg = 128
+
+// quoteArg makes an argument safe to quote in an error: at most
+// maxQuotedArg bytes, on one line. Every error that quotes an argument
+// truncates it here.
+func quoteArg(b []byte) string {
+	if len(b) > maxQuotedArg {
+		b = b[:maxQuotedArg]
+	}
+	return oneLine(string(b))
 }
 
 // oneLine makes text safe inside an error reply, as Redis does: CR and LF

@@ -184,7 +184,7 @@ func slowlogGet(ctx *Context, w Writer, args [][]byte) {
 
 	// >> Operation
 	var entries []slowlogEntry
-	if sl := ctx.cmds.observer().slowlog; sl != nil {
+	if sl := ctx.cmds.obs.slowlog; sl != nil {
 		if count == -1 || count > int64(sl.maxLen) {
 			count = int64(sl.maxLen)
 		}
@@ -210,7 +210,7 @@ func slowlogGet(ctx *Context, w Writer, args [][]byte) {
 // slowlogLen is SLOWLOG LEN.
 func slowlogLen(ctx *Context, w Writer, args [][]byte) {
 	n := 0
-	if sl := ctx.cmds.observer().slowlog; sl != nil {
+	if sl := ctx.cmds.obs.slowlog; sl != nil {
 		n = sl.len()
 	}
 	w.WriteInt(int64(n))
@@ -219,7 +219,7 @@ func slowlogLen(ctx *Context, w Writer, args [][]byte) {
 // slowlogReset is SLOWLOG RESET: it empties the slow log; entry ids go on
 // from where they were.
 func slowlogReset(ctx *Context, w Writer, args [][]byte) {
-	if sl := ctx.cmds.observer().slowlog; sl != nil {
+	if sl := ctx.cmds.obs.slowlog; sl != nil {
 		sl.reset()
 	}
 	w.WriteString("OK")

@@ -194,7 +194,7 @@ func TestSlowlogConcurrent(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	sl := h.cmds.observer().slowlog
+	sl := h.cmds.obs.slowlog
 	entries := sl.get(100)
 	if len(entries) != 16 {
 		t.Fatalf("%d entries, want 16", len(entries))

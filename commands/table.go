@@ -78,8 +78,6 @@ type Command struct {
 	Run Handler
 	// ACLCategories lists the command's ACL categories ("@fast", ...).
 	ACLCategories []string
-
-	stats commandStats
 }
 
 // table is the command table, built once per Commands value.

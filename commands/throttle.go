@@ -1,10 +1,6 @@
 package commands
 
-import (
-	"errors"
-
-	"github.com/cellserver/cellserver/engine"
-)
+import "github.com/cellserver/cellserver/engine"
 
 // throttleCommands are the rate-limit commands.
 func throttleCommands() []*Command {
@@ -40,20 +36,11 @@ func clThrottle(ctx *Context, w Writer, args [][]byte) {
 	res, err := ctx.Engine().Throttle(ctx.Tx, args[1], quota, nums[3])
 
 	// >> Response
-	switch {
-	case errors.Is(err, engine.ErrZeroRate):
-		w.WriteError(msgCellZeroRate)
-	case errors.Is(err, engine.ErrExpire):
-		w.WriteError(msgCellExpire)
-	case errors.Is(err, engine.ErrWrongType):
-		w.WriteError(msgWrongType)
-	case errors.Is(err, engine.ErrOutOfMemory):
-		w.WriteError(msgOOM)
-	case err != nil:
-		w.WriteError("ERR " + err.Error())
-	default:
-		writeResult(ctx, w, res)
+	if err != nil {
+		w.WriteError(engineErrorText(err, &cellTexts))
+		return
 	}
+	writeResult(ctx, w, res)
 }
 
 // writeResult writes a throttle decision as CL.THROTTLE's five integers,

@@ -75,7 +75,7 @@ func throttleAll(ctx *Context, w Writer, args [][]byte) {
 
 	// >> Response
 	if err != nil {
-		w.WriteError(engineErrorText(err))
+		w.WriteError(engineErrorText(err, &ruleTexts))
 		return
 	}
 	writeDecision(ctx, w, d, a.millis)
@@ -99,11 +99,11 @@ func throttleAllKeys(args [][]byte) [][]byte {
 // command's name). Where a rule may start, a word is a rule family (CL, SW,
 // SWC, FW) or an option (QUANTITY n, MS), in any case; a rule's fields are
 // positional, so a key may be any bytes. It returns the error text when the
-// arguments are not valid. The rules are appended to rules, which may be a
-// reused buffer.
+// arguments are not valid. That two rules name the same key is the
+// engine's to find (engine.DuplicateKeyError). The rules are appended to
+// rules, which may be a reused buffer.
 func parseThrottleAll(args [][]byte, rules []engine.Rule) (throttleAllArgs, string) {
 	a := throttleAllArgs{quantity: 1, rules: rules}
-	var seen map[string]int // rules' keys to their index, once there are many
 	for i := 1; i < len(args); {
 		word := args[i]
 		if equalFold(word, "ms") {
@@ -136,9 +136,6 @@ func parseThrottleAll(args [][]byte, rules []engine.Rule) (throttleAllArgs, stri
 		if msg != "" {
 			return a, fmt.Sprintf(msgAllInRule, num, syn.name, msg)
 		}
-		if j, dup := keyIndex(a.rules, &seen, r.Key); dup {
-			return a, fmt.Sprintf(msgAllDuplicate, j+1, num)
-		}
 		a.rules = append(a.rules, r)
 		i += 1 + syn.fields
 	}
@@ -146,32 +143,6 @@ func parseThrottleAll(args [][]byte, rules []engine.Rule) (throttleAllArgs, stri
 		return a, msgAllNoRule
 	}
 	return a, ""
-}
-
-// keyIndex reports whether an earlier rule names key, and which. A few
-// rules are compared one by one; past that, seen indexes their keys, so
-// that a request with many rules costs linear time, not quadratic.
-func keyIndex(rules []engine.Rule, seen *map[string]int, key []byte) (int, bool) {
-	const few = 16
-	if len(rules) <= few {
-		for j, r := range rules {
-			if string(r.Key) == string(key) {
-				return j, true
-			}
-		}
-		return 0, false
-	}
-	if *seen == nil {
-		*seen = make(map[string]int, 2*len(rules))
-		for j, r := range rules {
-			(*seen)[string(r.Key)] = j
-		}
-	}
-	if j, ok := (*seen)[string(key)]; ok {
-		return j, true
-	}
-	(*seen)[string(key)] = len(rules)
-	return 0, false
 }
 
 // anyWord reports whether any of a rule's numeric fields is one of
@@ -200,10 +171,12 @@ func parseRule(syn *ruleSyntax, fields [][]byte) (engine.Rule, string) {
 			}
 			nums[i] = n
 		}
-		if nums[1] == 0 || nums[2] == 0 {
+		r.GCRA = engine.GCRAQuota{MaxBurst: nums[0], Count: nums[1], Period: nums[2]}
+		if r.GCRA.ZeroRate() {
+			// Refused here, by the engine's rule, to name the rule and its
+			// problem as the parser names every other.
 			return r, msgAllZeroRate
 		}
-		r.GCRA = engine.GCRAQuota{MaxBurst: nums[0], Count: nums[1], Period: nums[2]}
 		return r, ""
 	}
 	var ok bool

@@ -3,12 +3,12 @@ package commands
 // transactionCommands are MULTI, EXEC and DISCARD. Queued commands run under
 // one engine transaction: their shards are locked together, so no other
 // client sees a state between two of them.
-func transactionCommands() []*Command {
+func (c *Commands) transactionCommands() []*Command {
 	return []*Command{
 		{Name: "multi", Arity: 1, Flags: FlagNoMulti | FlagFast | FlagNoScript | FlagLoading | FlagStale | FlagAllowBusy,
 			Group: "transactions", Since: "1.2.0", Summary: "Starts a transaction.", Run: multi},
 		{Name: "exec", Arity: 1, Flags: FlagNoMulti | FlagNoScript | FlagLoading | FlagStale,
-			Group: "transactions", Since: "1.2.0", Summary: "Executes all commands in a transaction.", Run: nil},
+			Group: "transactions", Since: "1.2.0", Summary: "Executes all commands in a transaction.", Run: c.exec},
 		{Name: "discard", Arity: 1, Flags: FlagNoMulti | FlagFast | FlagNoScript | FlagLoading | FlagStale | FlagAllowBusy,
 			Group: "transactions", Since: "2.0.0", Summary: "Discards a transaction.", Run: discard},
 	}

@@ -1,7 +1,6 @@
 package commands
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/cellserver/cellserver/engine"
@@ -64,7 +63,7 @@ func windowThrottle(f engine.Family, name string) Handler {
 
 		// >> Response
 		if err != nil {
-			w.WriteError(engineErrorText(err))
+			w.WriteError(engineErrorText(err, &ruleTexts))
 			return
 		}
 		writeDecision(ctx, w, d, a.millis)
@@ -171,33 +170,4 @@ func writeDecision(ctx *Context, w Writer, d engine.Decision, millis bool) {
 		r = d.Millis()
 	}
 	writeResult(ctx, w, r)
-}
-
-// engineErrorText is the reply to an error from ThrottleWindow or
-// ThrottleAll; nothing was written.
-func engineErrorText(err error) string {
-	switch {
-	case errors.Is(err, engine.ErrWrongType):
-		return msgWrongType
-	case errors.Is(err, engine.ErrOutOfMemory):
-		return msgOOM
-	case errors.Is(err, engine.ErrDuplicateKey):
-		return msgAllSameKey
-	case errors.Is(err, engine.ErrNoRules):
-		return msgAllNoRule
-	case errors.Is(err, engine.ErrZeroRate):
-		return msgAllRateRounds
-	case errors.Is(err, engine.ErrExpire):
-		return msgAllCellExpire
-	}
-	return "ERR " + err.Error()
-}
-
-// quoteArg makes an argument safe to quote in an error: at most 128 bytes,
-// on one line.
-func quoteArg(b []byte) string {
-	if len(b) > 128 {
-		b = b[:128]
-	}
-	return oneLine(string(b))
 }

@@ -50,14 +50,14 @@ func (l *lockedBuffer) String() string {
 
 // startPersisted starts a cellserver that loads backing, then writes behind
 // to it every interval. The test's cleanup shuts it down, flushing.
-func startPersisted(t *testing.T, backing engine.Backing, interval time.Duration) *persistedServer {
+func startPersisted(t *testing.T, backing persist.Backing, interval time.Duration) *persistedServer {
 	t.Helper()
 	return startPersistedClock(t, backing, interval, nil)
 }
 
 // startPersistedClock is startPersisted with the engine on clock (nil for
 // the system clock).
-func startPersistedClock(t *testing.T, backing engine.Backing, interval time.Duration, clock func() time.Time) *persistedServer {
+func startPersistedClock(t *testing.T, backing persist.Backing, interval time.Duration, clock func() time.Time) *persistedServer {
 	t.Helper()
 	logs := &lockedBuffer{tee: testLogWriter{t}}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -351,7 +351,7 @@ func TestPersistOutage(t *testing.T) {
 
 // countingBacking counts the records saved through it.
 type countingBacking struct {
-	engine.Backing
+	persist.Backing
 	saves, records atomic.Int64
 	largest        atomic.Int64
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"hash/maphash"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -139,9 +140,15 @@ func (e *Engine) Sweep() int {
 // ExpiredKeys is how many keys the sweep (or an eviction) has removed
 // because they had expired.
 func (e *Engine) ExpiredKeys() int64 {
+	return e.sum(func(s *shard) *atomic.Int64 { return &s.expired })
+}
+
+// sum adds up one of the shards' counters, which field picks, without
+// taking their locks.
+func (e *Engine) sum(field func(*shard) *atomic.Int64) int64 {
 	n := int64(0)
 	for _, s := range e.shards {
-		n += s.expired.Load()
+		n += field(s).Load()
 	}
 	return n
 }

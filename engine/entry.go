@@ -27,29 +27,29 @@ const (
 )
 
 // family is the key's family; FamilyNone marks a free slot.
-func (e *entry) family() Family { return Family(e.filed >> posBits) }
+func (ent *entry) family() Family { return Family(ent.filed >> posBits) }
 
 // pos is the key's position in its expiry bucket.
-func (e *entry) pos() uint32 { return e.filed & posMask }
+func (ent *entry) pos() uint32 { return ent.filed & posMask }
 
-func (e *entry) setPos(p uint32) { e.filed = e.filed&^posMask | p }
+func (ent *entry) setPos(p uint32) { ent.filed = ent.filed&^posMask | p }
 
 // size is the length of the key's name.
-func (e *entry) size() uint32 { return e.nameLen &^ pinBit }
+func (ent *entry) size() uint32 { return ent.nameLen &^ pinBit }
 
 // pinned reports whether the key is kept from eviction while a ThrottleAll
 // records its rules, so that one rule's new key never evicts another's.
-func (e *entry) pinned() bool { return e.nameLen&pinBit != 0 }
+func (ent *entry) pinned() bool { return ent.nameLen&pinBit != 0 }
 
-func (e *entry) setPinned(p bool) {
-	e.nameLen &^= pinBit
+func (ent *entry) setPinned(p bool) {
+	ent.nameLen &^= pinBit
 	if p {
-		e.nameLen |= pinBit
+		ent.nameLen |= pinBit
 	}
 }
 
 // tat is a CL key's theoretical arrival time.
-func (e *entry) tat() uint64 { return e.state }
+func (ent *entry) tat() uint64 { return ent.state }
 
 // counter is an SWC or FW key's buckets, kept beside the slab: the current
 // bucket's start in ns since the epoch, its count, and the previous

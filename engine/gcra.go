@@ -20,6 +20,12 @@ type GCRAQuota struct {
 	Period   int64 // seconds
 }
 
+// ZeroRate reports whether the quota's count or period is zero: a rate
+// redis-cell refuses ("Zero rates are not supported"). A rate whose
+// emission interval rounds down to zero nanoseconds is refused too
+// (ErrZeroRate), but only a decision finds that.
+func (q GCRAQuota) ZeroRate() bool { return q.Count == 0 || q.Period == 0 }
+
 // Result is a throttle decision in CL.THROTTLE's reply shape. Times are in
 // seconds, rounded up; RetryAfter is -1 when admitted and when the request
 // can never be admitted.
@@ -55,7 +61,7 @@ type gcraStep struct {
 // emissionInterval is redis-cell's Rate::per_period: period seconds divided
 // by count in float64, truncated to whole nanoseconds; zero for a zero rate.
 func emissionInterval(count, period int64) int64 {
-	if count == 0 || period == 0 {
+	if (GCRAQuota{Count: count, Period: period}).ZeroRate() {
 		return 0
 	}
 	return saturatingInt64(secondsAsNanosF64(period) / float64(count))

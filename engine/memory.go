@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"math"
+	"sync/atomic"
 )
 
 // ErrOutOfMemory is returned when a new key does not fit its shard's share of
@@ -46,21 +47,13 @@ func (e *Engine) MaxMemory() int64 { return e.maxMemory }
 // name plus a fixed overhead per key (keyOverhead), summed over the keys
 // held, including expired keys the sweep has not removed yet.
 func (e *Engine) Used() int64 {
-	n := int64(0)
-	for _, s := range e.shards {
-		n += s.used.Load()
-	}
-	return n
+	return e.sum(func(s *shard) *atomic.Int64 { return &s.used })
 }
 
 // EvictedKeys is how many live keys have been removed to stay within
 // MaxMemory.
 func (e *Engine) EvictedKeys() int64 {
-	n := int64(0)
-	for _, s := range e.shards {
-		n += s.evicted.Load()
-	}
-	return n
+	return e.sum(func(s *shard) *atomic.Int64 { return &s.evicted })
 }
 
 // fits reports whether cost more bytes fit the shard's budget as it is.
@@ -69,9 +62,14 @@ func (s *shard) fits(cost int64) bool {
 }
 
 // makeRoom evicts the shard's keys, the soonest to expire first, until cost
-// more bytes fit its budget. It reports false, evicting nothing, when cost
-// alone is over the budget.
-func (s *shard) makeRoom(cost, nowMs int64) bool {
+// more bytes fit its budget, and reports whether they do. It never evicts a
+// key that expires at or after outlive: when that key would be next,
+// makeRoom stops and reports false (Restore passes the new key's expiry, so
+// that a key read back never pushes out keys that outlive it; create passes
+// anyExpiry). It reports false, evicting nothing, when cost alone is over
+// the budget, and true when only pinned keys are left: a ThrottleAll's
+// reserve has counted them.
+func (s *shard) makeRoom(cost, outlive, nowMs int64) bool {
 	if s.budget == 0 {
 		return true
 	}
@@ -81,12 +79,18 @@ func (s *shard) makeRoom(cost, nowMs int64) bool {
 	for !s.fits(cost) {
 		i, ok := s.soonest()
 		if !ok {
-			break // nothing left; cannot happen while used > 0
+			break // nothing left but pinned keys
+		}
+		if outlive != anyExpiry && s.entries[i].expireAt >= outlive {
+			return false
 		}
 		s.evict(i, nowMs)
 	}
 	return true
 }
+
+// anyExpiry is makeRoom's outlive for a new key that may evict any other.
+const anyExpiry = math.MaxInt64
 
 // soonest returns the slot of the key that expires first (the first by
 // name on a tie), or false when the shard has no key but pinned ones. It
@@ -107,15 +111,15 @@ func (s *shard) soonest() (uint32, bool) {
 		// item, already seen, into its place.
 		for j := len(b.slots) - 1; j >= 0; j-- {
 			slot := b.slots[j]
-			e := &s.entries[slot]
+			ent := &s.entries[slot]
 			switch {
-			case expiryBucketOf(e.expireAt) > num:
+			case expiryBucketOf(ent.expireAt) > num:
 				s.refile(slot)
-			case e.pinned():
+			case ent.pinned():
 				// a key a ThrottleAll is recording: not a candidate
-			case best == nil || e.expireAt < best.expireAt ||
-				e.expireAt == best.expireAt && s.name(e) < s.name(best):
-				best, bestSlot = e, slot
+			case best == nil || ent.expireAt < best.expireAt ||
+				ent.expireAt == best.expireAt && s.name(ent) < s.name(best):
+				best, bestSlot = ent, slot
 			}
 		}
 		if num == math.MaxUint32 {
@@ -130,12 +134,12 @@ func (s *shard) soonest() (uint32, bool) {
 // as expired, not evicted, and is left to the backing store's own expiry,
 // as the sweep leaves it.
 func (s *shard) evict(i uint32, nowMs int64) {
-	e := &s.entries[i]
-	if nowMs > e.expireAt {
+	ent := &s.entries[i]
+	if nowMs > ent.expireAt {
 		s.expired.Add(1)
 	} else {
 		s.evicted.Add(1)
-		s.markChanged(s.name(e))
+		s.markChanged(s.name(ent))
 	}
 	s.remove(i, s.cellOf(i))
 }

@@ -1,15 +1,31 @@
 package engine
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // ThrottleAll's errors.
 var (
-	// ErrDuplicateKey is returned when two rules of one ThrottleAll name the
-	// same key.
+	// ErrDuplicateKey is what a ThrottleAll whose rules name the same key
+	// twice returns, as a *DuplicateKeyError that matches it (errors.Is).
 	ErrDuplicateKey = errors.New("rules name the same key twice")
 	// ErrNoRules is returned by a ThrottleAll without rules.
 	ErrNoRules = errors.New("no rules")
 )
+
+// DuplicateKeyError says which two rules of a ThrottleAll name the same key:
+// First and Second are their indexes, First < Second, Second the first rule
+// to repeat an earlier rule's key. It matches ErrDuplicateKey.
+type DuplicateKeyError struct{ First, Second int }
+
+// Error names the two rules by their indexes.
+func (err *DuplicateKeyError) Error() string {
+	return fmt.Sprintf("rules %d and %d name the same key", err.First, err.Second)
+}
+
+// Is reports whether target is ErrDuplicateKey.
+func (err *DuplicateKeyError) Is(target error) bool { return target == ErrDuplicateKey }
 
 // Rule is one limit on one key.
 type Rule struct {
@@ -46,7 +62,7 @@ func (e *Engine) ThrottleWindow(tx *Txn, r Rule, quantity int64) (Decision, erro
 		return Decision{}, err
 	}
 	if !v.d.Limited {
-		if err := e.record(&v, r, now, quantity); err != nil {
+		if err := e.commit(&v, r, now, quantity); err != nil {
 			return Decision{}, err
 		}
 	}
@@ -63,13 +79,14 @@ func (e *Engine) ThrottleWindow(tx *Txn, r Rule, quantity int64) (Decision, erro
 // quantity), its reset_after the largest among all. When the call is
 // limited, a rule that would have admitted the quantity reports its
 // remaining and reset_after without it, as nothing was recorded. Rules must
-// name distinct keys, and there must be at least one.
+// name distinct keys (else a *DuplicateKeyError), and there must be at least
+// one (else ErrNoRules).
 func (e *Engine) ThrottleAll(tx *Txn, rules []Rule, quantity int64) (Decision, error) {
 	if len(rules) == 0 {
 		return Decision{}, ErrNoRules
 	}
-	if hasDuplicateKey(rules) {
-		return Decision{}, ErrDuplicateKey
+	if first, second, dup := duplicateKey(rules); dup {
+		return Decision{}, &DuplicateKeyError{First: first, Second: second}
 	}
 	if tx == nil {
 		keys := make([][]byte, len(rules))
@@ -98,7 +115,7 @@ func (e *Engine) ThrottleAll(tx *Txn, rules []Rule, quantity int64) (Decision, e
 			defer unpin(vs, rules)
 		}
 		for i, r := range rules {
-			if err := e.record(&vs[i], r, now, quantity); err != nil {
+			if err := e.commit(&vs[i], r, now, quantity); err != nil {
 				return Decision{}, err
 			}
 			if budgeted {
@@ -220,9 +237,9 @@ func (e *Engine) judge(s *shard, r Rule, now, qty int64, v *verdict) error {
 	return nil
 }
 
-// record writes an admitted verdict. A quantity of 0 never creates a key
+// commit writes an admitted verdict. A quantity of 0 never creates a key
 // and never extends one.
-func (e *Engine) record(v *verdict, r Rule, now, qty int64) error {
+func (e *Engine) commit(v *verdict, r Rule, now, qty int64) error {
 	s, ent, nowMs := v.s, v.current(r.Key), now/1_000_000
 	switch r.Family {
 	case FamilyCL:
@@ -278,11 +295,11 @@ func (v *verdict) current(key []byte) *entry {
 	if v.ent == nil {
 		return nil
 	}
-	e := &v.s.entries[v.slot]
-	if e.family() == FamilyNone || v.s.name(e) != string(key) {
+	ent := &v.s.entries[v.slot]
+	if ent.family() == FamilyNone || v.s.name(ent) != string(key) {
 		return nil
 	}
-	return e
+	return ent
 }
 
 // ensure returns ent, or a new entry for key when ent is nil.
@@ -352,26 +369,27 @@ func unpin(vs []verdict, rules []Rule) {
 	}
 }
 
-// hasDuplicateKey reports whether two rules name the same key: pairwise
-// for a few rules, which allocates nothing, through a set for many, so that
-// a request with thousands of rules costs linear time.
-func hasDuplicateKey(rules []Rule) bool {
+// duplicateKey finds the first rule that names an earlier rule's key, and
+// that earlier rule: pairwise for a few rules, which allocates nothing,
+// through a map for many, so that a request with thousands of rules costs
+// linear time.
+func duplicateKey(rules []Rule) (first, second int, dup bool) {
 	if len(rules) <= 16 {
 		for i := range rules {
 			for j := 0; j < i; j++ {
 				if string(rules[i].Key) == string(rules[j].Key) {
-					return true
+					return j, i, true
 				}
 			}
 		}
-		return false
+		return 0, 0, false
 	}
-	seen := make(map[string]struct{}, len(rules))
-	for _, r := range rules {
-		if _, dup := seen[string(r.Key)]; dup {
-			return true
+	seen := make(map[string]int, len(rules))
+	for i, r := range rules {
+		if j, ok := seen[string(r.Key)]; ok {
+			return j, i, true
 		}
-		seen[string(r.Key)] = struct{}{}
+		seen[string(r.Key)] = i
 	}
-	return false
+	return 0, 0, false
 }

@@ -57,12 +57,12 @@ func TestDuplicateKeyManyRules(t *testing.T) {
 		for i := range rules {
 			rules[i] = Rule{Key: []byte(strings.Repeat("k", 1+i%7) + string(rune('a'+i/7%26)) + string(rune(i)))}
 		}
-		if hasDuplicateKey(rules) {
+		if _, _, dup := duplicateKey(rules); dup {
 			t.Fatalf("%d distinct keys reported as duplicates", n)
 		}
 		rules[n-1].Key = rules[0].Key
-		if !hasDuplicateKey(rules) {
-			t.Errorf("%d rules: the repeated key was not found", n)
+		if first, second, dup := duplicateKey(rules); !dup || first != 0 || second != n-1 {
+			t.Errorf("%d rules: the repeated key found as %d, %d, %v; want 0, %d, true", n, first, second, dup, n-1)
 		}
 	}
 }

@@ -51,8 +51,8 @@ func newShard(seed maphash.Seed, track bool, budget int64) *shard {
 // tag is the part of key's hash the index files it under.
 func (s *shard) tag(key []byte) uint32 { return uint32(maphash.Bytes(s.seed, key) >> 32) }
 
-// name is e's key, sharing the arena's bytes (see names.get).
-func (s *shard) name(e *entry) string { return s.names.get(e.nameOff, e.size()) }
+// name is ent's key, sharing the arena's bytes (see names.get).
+func (s *shard) name(ent *entry) string { return s.names.get(ent.nameOff, ent.size()) }
 
 // find returns key's slot and its cell in the index.
 func (s *shard) find(key []byte) (slot uint32, cell int, ok bool) {
@@ -115,7 +115,7 @@ func (s *shard) lookupSlot(key []byte, nowMs int64) (uint32, bool) {
 // arrays cannot address one more key or name.
 func (s *shard) create(key []byte, family Family, expireAt, nowMs int64) *entry {
 	cost := keyCost(family, len(key))
-	if len(key) > maxNameLen || len(s.entries)-len(s.free) >= maxSlabSize || !s.makeRoom(cost, nowMs) {
+	if len(key) > maxNameLen || len(s.entries)-len(s.free) >= maxSlabSize || !s.makeRoom(cost, anyExpiry, nowMs) {
 		return nil
 	}
 	off, ok := s.names.add(key)
@@ -128,18 +128,18 @@ func (s *shard) create(key []byte, family Family, expireAt, nowMs int64) *entry 
 	}
 	slot := takeSlot(&s.entries, &s.free)
 	s.index.insert(s.tag(key), slot)
-	e := &s.entries[slot]
-	*e = entry{expireAt: expireAt, nameOff: off, nameLen: uint32(len(key)), filed: uint32(family) << posBits}
+	ent := &s.entries[slot]
+	*ent = entry{expireAt: expireAt, nameOff: off, nameLen: uint32(len(key)), filed: uint32(family) << posBits}
 	switch family {
 	case FamilySWC, FamilyFW:
-		e.state = uint64(takeSlot(&s.counters, &s.freeCtrs))
+		ent.state = uint64(takeSlot(&s.counters, &s.freeCtrs))
 	case FamilySW:
-		e.state = uint64(takeSlot(&s.logs, &s.freeLogs))
+		ent.state = uint64(takeSlot(&s.logs, &s.freeLogs))
 	}
 	s.file(slot, expiryBucketOf(expireAt))
 	s.used.Add(cost)
 	s.keys[family].Add(1)
-	return e
+	return ent
 }
 
 // takeSlot returns a free slot of a side table, growing it if none is free.
@@ -155,42 +155,42 @@ func takeSlot[T any](table *[]T, free *[]uint32) uint32 {
 }
 
 // counter is an SWC or FW key's buckets.
-func (s *shard) counter(e *entry) *counter { return &s.counters[e.state] }
+func (s *shard) counter(ent *entry) *counter { return &s.counters[ent.state] }
 
 // log is an SW key's log.
-func (s *shard) log(e *entry) *swLog { return s.logs[e.state] }
+func (s *shard) log(ent *entry) *swLog { return s.logs[ent.state] }
 
-// setExpiry moves e's expiry, refiling it only when it moves to a bucket
+// setExpiry moves ent's expiry, refiling it only when it moves to a bucket
 // earlier than the one the index has it in.
-func (s *shard) setExpiry(e *entry, expireAt int64) {
-	e.expireAt = expireAt
-	if b := expiryBucketOf(expireAt); b < e.bucket {
-		slot := s.unfile(e)
+func (s *shard) setExpiry(ent *entry, expireAt int64) {
+	ent.expireAt = expireAt
+	if b := expiryBucketOf(expireAt); b < ent.bucket {
+		slot := s.unfile(ent)
 		s.file(slot, b)
 	}
 }
 
 // file files the key in slot under bucket b.
 func (s *shard) file(slot, b uint32) {
-	e := &s.entries[slot]
-	e.bucket = b
-	e.setPos(s.expiry.file(b, slot))
+	ent := &s.entries[slot]
+	ent.bucket = b
+	ent.setPos(s.expiry.file(b, slot))
 }
 
-// unfile takes e out of the expiry index and returns its slot.
-func (s *shard) unfile(e *entry) uint32 {
-	slot, moved, ok := s.expiry.unfile(e.bucket, e.pos())
+// unfile takes ent out of the expiry index and returns its slot.
+func (s *shard) unfile(ent *entry) uint32 {
+	slot, moved, ok := s.expiry.unfile(ent.bucket, ent.pos())
 	if ok {
-		s.entries[moved].setPos(e.pos())
+		s.entries[moved].setPos(ent.pos())
 	}
 	return slot
 }
 
 // refile files the key in slot, found filed before its expiry, at it.
 func (s *shard) refile(slot uint32) {
-	e := &s.entries[slot]
-	s.unfile(e)
-	s.file(slot, expiryBucketOf(e.expireAt))
+	ent := &s.entries[slot]
+	s.unfile(ent)
+	s.file(slot, expiryBucketOf(ent.expireAt))
 }
 
 // removeKey deletes key if present (expired or not) and reports whether a
@@ -200,33 +200,33 @@ func (s *shard) removeKey(key []byte, nowMs int64) bool {
 	if !ok {
 		return false
 	}
-	e := &s.entries[slot]
-	live := nowMs <= e.expireAt
-	s.markChanged(s.name(e))
+	ent := &s.entries[slot]
+	live := nowMs <= ent.expireAt
+	s.markChanged(s.name(ent))
 	s.remove(slot, cell)
 	return live
 }
 
 // remove deletes the entry in slot, filed in the index's cell.
 func (s *shard) remove(slot uint32, cell int) {
-	e := &s.entries[slot]
-	f := e.family()
-	s.unfile(e)
+	ent := &s.entries[slot]
+	f := ent.family()
+	s.unfile(ent)
 	s.index.remove(cell)
-	cost := keyCost(f, int(e.size()))
+	cost := keyCost(f, int(ent.size()))
 	switch f {
 	case FamilySWC, FamilyFW:
-		s.counters[e.state] = counter{}
-		s.freeCtrs = append(s.freeCtrs, uint32(e.state))
+		s.counters[ent.state] = counter{}
+		s.freeCtrs = append(s.freeCtrs, uint32(ent.state))
 	case FamilySW:
-		cost += s.logs[e.state].bytes()
-		s.logs[e.state] = nil
-		s.freeLogs = append(s.freeLogs, uint32(e.state))
+		cost += s.logs[ent.state].bytes()
+		s.logs[ent.state] = nil
+		s.freeLogs = append(s.freeLogs, uint32(ent.state))
 	}
 	s.used.Add(-cost)
 	s.keys[f].Add(-1)
-	compact := s.names.drop(e.size())
-	*e = entry{}
+	compact := s.names.drop(ent.size())
+	*ent = entry{}
 	s.free = append(s.free, slot)
 	if compact {
 		s.compactNames()
@@ -238,13 +238,13 @@ func (s *shard) compactNames() {
 	live := len(s.names.buf) - s.names.garbage
 	buf := make([]byte, 0, live+live/4)
 	for i := range s.entries {
-		e := &s.entries[i]
-		if e.family() == FamilyNone {
+		ent := &s.entries[i]
+		if ent.family() == FamilyNone {
 			continue
 		}
 		off := len(buf)
-		buf = append(buf, s.name(e)...)
-		e.nameOff = uint32(off)
+		buf = append(buf, s.name(ent)...)
+		ent.nameOff = uint32(off)
 	}
 	s.detachChanged()
 	s.names = names{buf: buf}
@@ -283,12 +283,12 @@ func (s *shard) sweep(nowMs int64, max int, cur *sweepCursor) (removed int, more
 			return removed, false
 		}
 		slot := b.slots[j]
-		e := &s.entries[slot]
+		ent := &s.entries[slot]
 		switch {
-		case nowMs > e.expireAt:
+		case nowMs > ent.expireAt:
 			s.remove(slot, s.cellOf(slot))
 			removed++
-		case expiryBucketOf(e.expireAt) > b.num:
+		case expiryBucketOf(ent.expireAt) > b.num:
 			s.refile(slot)
 		default:
 			cur.done++
@@ -300,14 +300,14 @@ func (s *shard) sweep(nowMs int64, max int, cur *sweepCursor) (removed int, more
 
 // eachExpired calls fn for each key that has expired by nowMs and is still
 // held. It looks only at the buckets that start before nowMs.
-func (s *shard) eachExpired(nowMs int64, fn func(e *entry)) {
+func (s *shard) eachExpired(nowMs int64, fn func(ent *entry)) {
 	s.expiry.buckets.Scan(func(b *expiryBucket) bool {
 		if bucketStart(b.num) >= nowMs {
 			return false
 		}
 		for _, slot := range b.slots {
-			if e := &s.entries[slot]; nowMs > e.expireAt {
-				fn(e)
+			if ent := &s.entries[slot]; nowMs > ent.expireAt {
+				fn(ent)
 			}
 		}
 		return true
@@ -326,8 +326,8 @@ func (s *shard) flush(nowMs int64) int {
 	n := s.live(nowMs)
 	if s.changed != nil {
 		for i := range s.entries {
-			if e := &s.entries[i]; e.family() != FamilyNone {
-				s.markChanged(s.name(e))
+			if ent := &s.entries[i]; ent.family() != FamilyNone {
+				s.markChanged(s.name(ent))
 			}
 		}
 		s.detachChanged()

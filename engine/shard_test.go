@@ -16,28 +16,28 @@ func checkShard(t *testing.T, s *shard) {
 	held, used := 0, int64(0)
 	var perFamily [numFamilies]int64
 	for i := range s.entries {
-		e := &s.entries[i]
-		if e.family() == FamilyNone {
+		ent := &s.entries[i]
+		if ent.family() == FamilyNone {
 			continue
 		}
 		held++
-		perFamily[e.family()]++
-		used += keyCost(e.family(), int(e.size()))
-		if e.family() == FamilySW {
-			used += s.log(e).bytes()
+		perFamily[ent.family()]++
+		used += keyCost(ent.family(), int(ent.size()))
+		if ent.family() == FamilySW {
+			used += s.log(ent).bytes()
 		}
-		name := s.name(e)
+		name := s.name(ent)
 		if slot, _, ok := s.find([]byte(name)); !ok || slot != uint32(i) {
 			t.Fatalf("key %q in slot %d: index finds slot %d, %v", name, i, slot, ok)
 		}
-		b, ok := s.expiry.get(e.bucket)
-		if !ok || int(e.pos()) >= len(b.slots) || b.slots[e.pos()] != uint32(i) {
-			t.Fatalf("key %q not filed where it says (bucket %d, position %d)", name, e.bucket, e.pos())
+		b, ok := s.expiry.get(ent.bucket)
+		if !ok || int(ent.pos()) >= len(b.slots) || b.slots[ent.pos()] != uint32(i) {
+			t.Fatalf("key %q not filed where it says (bucket %d, position %d)", name, ent.bucket, ent.pos())
 		}
-		if e.bucket > expiryBucketOf(e.expireAt) {
-			t.Fatalf("key %q filed in bucket %d, after its expiry %d", name, e.bucket, e.expireAt)
+		if ent.bucket > expiryBucketOf(ent.expireAt) {
+			t.Fatalf("key %q filed in bucket %d, after its expiry %d", name, ent.bucket, ent.expireAt)
 		}
-		if e.pinned() {
+		if ent.pinned() {
 			t.Fatalf("key %q left pinned", name)
 		}
 	}

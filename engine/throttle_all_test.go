@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -175,8 +176,10 @@ func TestThrottleAllErrors(t *testing.T) {
 	}
 	sw := Rule{Key: []byte("k"), Family: FamilySW, Window: WindowQuota{Limit: 5, Window: int64(sec)}}
 	fw := Rule{Key: []byte("f"), Family: FamilyFW, Window: WindowQuota{Limit: 5, Window: int64(sec)}}
-	if _, err := e.ThrottleAll(nil, []Rule{sw, fw, sw}, 1); err != ErrDuplicateKey {
-		t.Errorf("duplicate: %v", err)
+	_, err := e.ThrottleAll(nil, []Rule{sw, fw, sw}, 1)
+	var dup *DuplicateKeyError
+	if !errors.Is(err, ErrDuplicateKey) || !errors.As(err, &dup) || *dup != (DuplicateKeyError{First: 0, Second: 2}) {
+		t.Errorf("duplicate: %v, want rules 0 and 2", err)
 	}
 	e.ThrottleWindow(nil, sw, 1)
 	wrong := Rule{Key: []byte("k"), Family: FamilyFW, Window: sw.Window}

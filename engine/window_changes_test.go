@@ -178,7 +178,7 @@ func TestRestoreMergesWindowFamilies(t *testing.T) {
 		}
 		s0 := e.shards[e.shardIndex([]byte(s.rec.Key))]
 		s0.mu.Lock()
-		got := s0.record(s.rec.Key, nowMs)
+		got := s0.snapshot(s.rec.Key, nowMs)
 		s0.mu.Unlock()
 		if !reflect.DeepEqual(got, s.want) {
 			t.Errorf("%s:\n got %+v\nwant %+v", s.name, got, s.want)

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"testing"
 	"time"
 )
@@ -70,7 +71,7 @@ func TestThrottleAllSmoke(t *testing.T) {
 	if d, _ := e.ThrottleWindow(nil, rules[1], 0); d.Remaining != 98 {
 		t.Errorf("FW remaining %d, want 98", d.Remaining)
 	}
-	if _, err := e.ThrottleAll(nil, []Rule{rules[0], rules[0]}, 1); err != ErrDuplicateKey {
+	if _, err := e.ThrottleAll(nil, []Rule{rules[0], rules[0]}, 1); !errors.Is(err, ErrDuplicateKey) {
 		t.Errorf("duplicate keys: %v", err)
 	}
 }

@@ -1,5 +1,5 @@
 // Package persist keeps a copy of cellserver's keyspace in a backing Redis:
-// Redis implements engine.Backing over go-redis, and Writer writes the
+// Redis implements Backing over go-redis, and Writer writes the
 // engine's changed keys behind, off the request path, and loads them back at
 // start.
 //

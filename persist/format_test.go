@@ -284,7 +284,7 @@ func peeks(t *testing.T, e *engine.Engine, rules []engine.Rule) []peeked {
 // same instant: every key answers as it did (remaining, retry_after and
 // reset_after to the nanosecond), and its PTTL is within ttlSlack ms (0
 // when both clocks stand still).
-func restartThrough(t *testing.T, b engine.Backing, now time.Time, ttlSlack int64) {
+func restartThrough(t *testing.T, b Backing, now time.Time, ttlSlack int64) {
 	t.Helper()
 	// Start 5s into the minute after now's, so that the trace's buckets
 	// fall the same way on every run (and the keys' absolute expiries stay

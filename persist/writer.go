@@ -90,7 +90,7 @@ type skipCounter interface{ Skipped() int64 }
 // times between two flushes is written once. It is safe for concurrent use.
 type Writer struct {
 	eng     *engine.Engine
-	backing engine.Backing
+	backing Backing
 	opts    Options
 	log     *slog.Logger
 
@@ -122,9 +122,21 @@ type Writer struct {
 	started   atomic.Bool
 }
 
+// Backing is a store that keeps a copy of an engine's keyspace, written
+// behind and read back at start: what a Writer writes to. Redis implements
+// it over Redis; tests implement it in memory.
+type Backing interface {
+	// Save writes each record: a live key's state with its expiry, or the
+	// key's deletion. It returns an error if any record may not have been
+	// written; the caller then marks them all changed again.
+	Save(ctx context.Context, recs []engine.Record) error
+	// Load calls fn for every key the store holds, with its expiry.
+	Load(ctx context.Context, fn func(engine.Record)) error
+}
+
 // New returns a Writer of eng's changes to b. eng must track changes
 // (engine.Options.TrackChanges). Call Load, then Start, and Close at the end.
-func New(eng *engine.Engine, b engine.Backing, opts Options) *Writer {
+func New(eng *engine.Engine, b Backing, opts Options) *Writer {
 	if opts.FlushInterval <= 0 {
 		opts.FlushInterval = 250 * time.Millisecond
 	}

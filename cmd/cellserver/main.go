@@ -126,7 +126,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, ready chan<- net.A
 		Handler:         cmds,
 		Logger:          log,
 		ProtoMaxBulkLen: cfg.protoMaxBulkLen,
-		MaxClients:      maxClients,
+		MaxClients:      server.DefaultMaxClients, // what CONFIG GET maxclients reports
 		TLS:             tlsConfig,
 		ProtectedMode:   cfg.protectedMode,
 		PasswordSet:     users.PasswordSet(),

@@ -5,11 +5,8 @@ import (
 	"strconv"
 
 	"github.com/cellserver/cellserver/commands"
+	"github.com/cellserver/cellserver/server"
 )
-
-// maxClients is the connection limit CONFIG GET maxclients reports (Redis's
-// default).
-const maxClients = 10000
 
 // settings are the configuration parameters CONFIG GET reports, in Redis's
 // names and formats. listen is the address actually bound, so that port 0
@@ -27,7 +24,7 @@ func settings(cfg config, listen net.Addr) []commands.Setting {
 		{Name: "port", Value: port},
 		{Name: "proto-max-bulk-len", Value: strconv.FormatInt(cfg.protoMaxBulkLen, 10)},
 		{Name: "timeout", Value: strconv.Itoa(cfg.timeout)},
-		{Name: "maxclients", Value: strconv.Itoa(maxClients)},
+		{Name: "maxclients", Value: strconv.Itoa(server.DefaultMaxClients)},
 		{Name: "protected-mode", Value: (*yesNoValue)(&cfg.protectedMode).String()},
 		{Name: "tls-port", Value: tlsPort(cfg, port)},
 		{Name: "tls-cert-file", Value: cfg.tlsCertFile},
