@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -38,7 +39,18 @@ type Options struct {
 	// log keeps, dropping the oldest. 0 keeps none, so the zero Options keep
 	// no slow log; cellserver's flags default to Redis's 10000 and 128.
 	SlowlogMaxLen int
+	// Store, when set, is shared mode's store: the rate-limit commands
+	// decide in it and the keyspace commands act on it, so that every
+	// cellserver sharing it enforces one limit. Nil keeps every key in
+	// Engine.
+	Store Store
+	// StoreTimeout bounds a keyspace command's wait for the Store (the
+	// deciding commands' waits are the Store's to bound). 0 means 250ms.
+	StoreTimeout time.Duration
 }
+
+// defaultStoreTimeout is Options.StoreTimeout's zero value.
+const defaultStoreTimeout = 250 * time.Millisecond
 
 // Commands is the command table with its dispatcher and per-command counters.
 // It is safe for concurrent use; each Client is used by one goroutine.
@@ -51,6 +63,10 @@ type Commands struct {
 	// unknown counts the unknown commands, errors that belong to no
 	// command, for INFO's total_error_replies.
 	unknown atomic.Int64
+
+	// workers are the commands running off the event loops against the
+	// Store (offload); Close waits for them.
+	workers sync.WaitGroup
 }
 
 // Context is what a handler gets besides its arguments.
@@ -68,6 +84,9 @@ type Context struct {
 // Engine returns the keyspace.
 func (ctx *Context) Engine() *engine.Engine { return ctx.cmds.opts.Engine }
 
+// store returns shared mode's store, or nil in memory.
+func (ctx *Context) store() Store { return ctx.cmds.opts.Store }
+
 // New builds the command table.
 func New(opts Options) *Commands {
 	if opts.Logger == nil {
@@ -76,11 +95,18 @@ func New(opts Options) *Commands {
 	if opts.Host == nil {
 		opts.Host = noHost{}
 	}
+	if opts.StoreTimeout <= 0 {
+		opts.StoreTimeout = defaultStoreTimeout
+	}
 	c := &Commands{opts: opts, started: time.Now()}
 	c.table = newTable(c.all())
 	c.obs = c.newObserver()
 	return c
 }
+
+// Close waits for the commands still running against the Store off the
+// event loops; call it once the server has stopped.
+func (c *Commands) Close() { c.workers.Wait() }
 
 // SetHost tells the commands which server runs them, for CLIENT and INFO.
 // Call it before the server starts serving.
@@ -172,7 +198,11 @@ func (c *Commands) run(ctx *Context, ew *errorCounter, cmd *Command, args [][]by
 	o := c.obs
 	ctx.metrics, ctx.stripe = o.byCommand[cmd], stripeOf(ctx.Client.ID)
 	start := ctx.Client.commandStart()
-	cmd.Run(ctx, ew, args)
+	if cmd.Shared != nil && c.opts.Store != nil {
+		cmd.Shared(ctx, ew, args)
+	} else {
+		cmd.Run(ctx, ew, args)
+	}
 	d := ctx.Client.commandEnd(start)
 	c.observe(ctx, o, cmd, args, d, ew.errors)
 	ctx.Client.LastActive = start

@@ -25,6 +25,9 @@ var (
 // engineErrorText is the reply to an error from the engine, which wrote
 // nothing; texts are the running command's wordings.
 func engineErrorText(err error, texts *engineTexts) string {
+	if text, ok := errorReply(err); ok {
+		return text
+	}
 	var dup *engine.DuplicateKeyError
 	switch {
 	case errors.Is(err, engine.ErrWrongType):

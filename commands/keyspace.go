@@ -11,35 +11,35 @@ func keyspaceCommands() []*Command {
 	return []*Command{
 		{Name: "del", Arity: -2, Flags: FlagWrite, FirstKey: 1, LastKey: -1, KeyStep: 1,
 			KeySpecFlags: []string{"RM", "delete"}, Group: "generic", Since: "1.0.0",
-			Summary: "Deletes one or more keys.", Run: del},
+			Summary: "Deletes one or more keys.", Run: del, Shared: storeDel},
 		{Name: "unlink", Arity: -2, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: -1, KeyStep: 1,
 			KeySpecFlags: []string{"RM", "delete"}, Group: "generic", Since: "4.0.0",
-			Summary: "Asynchronously deletes one or more keys.", Run: del},
+			Summary: "Asynchronously deletes one or more keys.", Run: del, Shared: storeDel},
 		{Name: "exists", Arity: -2, Flags: FlagReadonly | FlagFast, FirstKey: 1, LastKey: -1, KeyStep: 1,
 			KeySpecFlags: []string{"RO"}, Group: "generic", Since: "1.0.0",
-			Summary: "Determines whether one or more keys exist.", Run: exists},
+			Summary: "Determines whether one or more keys exist.", Run: exists, Shared: storeExists},
 		{Name: "type", Arity: 2, Flags: FlagReadonly | FlagFast, FirstKey: 1, LastKey: 1, KeyStep: 1,
 			KeySpecFlags: []string{"RO"}, Group: "generic", Since: "1.0.0",
-			Summary: "Determines the type of value stored at a key.", Run: typeCmd},
+			Summary: "Determines the type of value stored at a key.", Run: typeCmd, Shared: storeType},
 		{Name: "ttl", Arity: 2, Flags: FlagReadonly | FlagFast, FirstKey: 1, LastKey: 1, KeyStep: 1,
 			KeySpecFlags: []string{"RO", "access"}, Group: "generic", Since: "1.0.0",
-			Summary: "Returns the expiration time in seconds of a key.", Run: ttl},
+			Summary: "Returns the expiration time in seconds of a key.", Run: ttl, Shared: storeTTL},
 		{Name: "pttl", Arity: 2, Flags: FlagReadonly | FlagFast, FirstKey: 1, LastKey: 1, KeyStep: 1,
 			KeySpecFlags: []string{"RO", "access"}, Group: "generic", Since: "2.6.0",
-			Summary: "Returns the expiration time in milliseconds of a key.", Run: pttl},
+			Summary: "Returns the expiration time in milliseconds of a key.", Run: pttl, Shared: storePTTL},
 		{Name: "get", Arity: 2, Flags: FlagReadonly | FlagFast, FirstKey: 1, LastKey: 1, KeyStep: 1,
 			KeySpecFlags: []string{"RO", "access"}, Group: "string", Since: "1.0.0",
-			Summary: "Returns the string value of a key; for a CL key, its TAT in nanoseconds.", Run: get},
+			Summary: "Returns the string value of a key; for a CL key, its TAT in nanoseconds.", Run: get, Shared: storeGet},
 		{Name: "dbsize", Arity: 1, Flags: FlagReadonly | FlagFast | FlagAllKeys, Group: "server", Since: "1.0.0",
-			Summary: "Returns the number of keys in the database.", Run: dbsize},
+			Summary: "Returns the number of keys in the database.", Run: dbsize, Shared: storeDBSize},
 		{Name: "keys", Arity: 2, Flags: FlagReadonly | FlagAllKeys, Group: "generic", Since: "1.0.0",
-			Summary: "Returns all key names that match a pattern.", Run: keys},
+			Summary: "Returns all key names that match a pattern.", Run: keys, Shared: storeKeys},
 		{Name: "scan", Arity: -2, Flags: FlagReadonly | FlagAllKeys, Group: "generic", Since: "2.8.0",
-			Summary: "Iterates over the key names in the database.", Run: scan},
+			Summary: "Iterates over the key names in the database.", Run: scan, Shared: storeScan},
 		{Name: "flushdb", Arity: -1, Flags: FlagWrite | FlagAllKeys, Group: "server", Since: "1.0.0",
-			Summary: "Removes all keys from the current database.", Run: flush},
+			Summary: "Removes all keys from the current database.", Run: flush, Shared: storeFlush},
 		{Name: "flushall", Arity: -1, Flags: FlagWrite | FlagAllKeys, Group: "server", Since: "1.0.0",
-			Summary: "Removes all keys from all databases.", Run: flush},
+			Summary: "Removes all keys from all databases.", Run: flush, Shared: storeFlush},
 	}
 }
 
@@ -75,12 +75,16 @@ func pttl(ctx *Context, w Writer, args [][]byte) {
 
 // ttl rounds the remaining milliseconds to the nearest second, as Redis does.
 func ttl(ctx *Context, w Writer, args [][]byte) {
-	ms := ctx.Engine().PTTL(ctx.Tx, args[1])
+	w.WriteInt(ttlOf(ctx.Engine().PTTL(ctx.Tx, args[1])))
+}
+
+// ttlOf is TTL's answer for PTTL's ms: the seconds rounded to the nearest,
+// or -1 and -2 as they are.
+func ttlOf(ms int64) int64 {
 	if ms < 0 {
-		w.WriteInt(ms)
-		return
+		return ms
 	}
-	w.WriteInt((ms + 500) / 1000)
+	return (ms + 500) / 1000
 }
 
 // get returns a CL key's TAT as redis-cell stores it: decimal nanoseconds.
@@ -104,12 +108,18 @@ func dbsize(ctx *Context, w Writer, args [][]byte) {
 // flush is FLUSHDB and FLUSHALL; there is one database. ASYNC and SYNC are
 // accepted and both free the keys at once.
 func flush(ctx *Context, w Writer, args [][]byte) {
-	if len(args) > 2 || (len(args) == 2 && !equalFold(args[1], "async") && !equalFold(args[1], "sync")) {
+	if !flushArgsOK(args) {
 		w.WriteError(msgSyntax)
 		return
 	}
 	ctx.Engine().Flush(ctx.Tx)
 	w.WriteString("OK")
+}
+
+// flushArgsOK reports whether FLUSHDB's or FLUSHALL's arguments are
+// valid: none, ASYNC or SYNC.
+func flushArgsOK(args [][]byte) bool {
+	return len(args) == 1 || (len(args) == 2 && (equalFold(args[1], "async") || equalFold(args[1], "sync")))
 }
 
 // keys lists the live keys matching a glob pattern.
@@ -128,8 +138,13 @@ func keys(ctx *Context, w Writer, args [][]byte) {
 			break
 		}
 	}
-	w.WriteArray(len(out))
-	for _, k := range out {
+	writeKeys(w, out)
+}
+
+// writeKeys writes key names as an array of bulk strings.
+func writeKeys(w Writer, keys []string) {
+	w.WriteArray(len(keys))
+	for _, k := range keys {
 		w.WriteBulkString(k)
 	}
 }
@@ -139,50 +154,23 @@ func keys(ctx *Context, w Writer, args [][]byte) {
 // exactly once, and COUNT is the least number of keys looked at per call.
 func scan(ctx *Context, w Writer, args [][]byte) {
 	// >> Args
-	cursor, ok := parseScanCursor(args[1])
-	if !ok {
-		w.WriteError(msgInvalidCursor)
+	a, msg := parseScanArgs(args)
+	if msg != "" {
+		w.WriteError(msg)
 		return
 	}
-	count := int64(10)
-	var pattern, typeName []byte
-	for i := 2; i < len(args); i += 2 {
-		if i+1 >= len(args) {
-			w.WriteError(msgSyntax)
-			return
-		}
-		switch opt, val := args[i], args[i+1]; {
-		case equalFold(opt, "match"):
-			pattern = val
-		case equalFold(opt, "count"):
-			n, ok := parseRedisInt(val)
-			if !ok {
-				w.WriteError(msgNotInteger)
-				return
-			}
-			if n < 1 {
-				w.WriteError(msgSyntax)
-				return
-			}
-			count = n
-		case equalFold(opt, "type"):
-			typeName = val
-		default:
-			w.WriteError(msgSyntax)
-			return
-		}
-	}
-	matchAll := pattern == nil || (len(pattern) == 1 && pattern[0] == '*')
+	matchAll := a.pattern == nil || (len(a.pattern) == 1 && a.pattern[0] == '*')
 
 	// >> Operation
 	var out []string
+	cursor := a.cursor
 	if cursor < uint64(ctx.Engine().Shards()) {
-		limit := int(min(count, int64(1<<30)))
+		limit := int(min(a.count, int64(1<<30)))
 		cursor = ctx.Engine().Scan(ctx.Tx, cursor, limit, func(k string, f engine.Family) {
-			if typeName != nil && !equalFold(typeName, f.TypeName()) {
+			if a.typeName != nil && !equalFold(a.typeName, f.TypeName()) {
 				return
 			}
-			if matchAll || globMatch(pattern, []byte(k)) {
+			if matchAll || globMatch(a.pattern, []byte(k)) {
 				out = append(out, k)
 			}
 		})
@@ -191,12 +179,54 @@ func scan(ctx *Context, w Writer, args [][]byte) {
 	}
 
 	// >> Response
+	writeScanReply(w, cursor, out)
+}
+
+// scanArgs are SCAN's arguments.
+type scanArgs struct {
+	cursor            uint64
+	count             int64
+	pattern, typeName []byte // nil when not given
+}
+
+// parseScanArgs reads SCAN cursor [MATCH pattern] [COUNT count] [TYPE
+// type]; it returns the error text when they are not valid.
+func parseScanArgs(args [][]byte) (scanArgs, string) {
+	a := scanArgs{count: 10}
+	var ok bool
+	if a.cursor, ok = parseScanCursor(args[1]); !ok {
+		return a, msgInvalidCursor
+	}
+	for i := 2; i < len(args); i += 2 {
+		if i+1 >= len(args) {
+			return a, msgSyntax
+		}
+		switch opt, val := args[i], args[i+1]; {
+		case equalFold(opt, "match"):
+			a.pattern = val
+		case equalFold(opt, "count"):
+			n, ok := parseRedisInt(val)
+			if !ok {
+				return a, msgNotInteger
+			}
+			if n < 1 {
+				return a, msgSyntax
+			}
+			a.count = n
+		case equalFold(opt, "type"):
+			a.typeName = val
+		default:
+			return a, msgSyntax
+		}
+	}
+	return a, ""
+}
+
+// writeScanReply writes SCAN's reply: the next cursor and the keys.
+func writeScanReply(w Writer, cursor uint64, keys []string) {
 	w.WriteArray(2)
 	w.WriteBulkString(strconv.FormatUint(cursor, 10))
-	w.WriteArray(len(out))
-	for _, k := range out {
-		w.WriteBulkString(k)
-	}
+	writeKeys(w, keys)
 }
 
 // parseScanCursor reads a SCAN cursor as Redis does, with C's strtoul: an

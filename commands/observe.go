@@ -133,7 +133,7 @@ type metricsStripe struct {
 }
 
 // record counts one call that took d and wrote errors errors. A deciding
-// command's successful call is counted by countDecision instead.
+// command's successful call is counted by tally.decided instead.
 func (m *metricsStripe) record(d time.Duration, errors int, decides bool) {
 	i := 0
 	for i < len(latencyBounds) && d > latencyBounds[i] {
@@ -190,16 +190,34 @@ func (c *Commands) observe(ctx *Context, o *observer, cmd *Command, args [][]byt
 	}
 }
 
-// countDecision counts the answer of the running deciding command
-// (CL.THROTTLE): allowed, or limited. Its handler calls it as it writes the
-// answer; observe counts the call's time and any error.
-func (ctx *Context) countDecision(limited bool) {
-	m := ctx.metrics
+// tally is where a deciding command's answer is counted: the running
+// command's metrics, in the client's stripe. A command that finishes later
+// keeps its tally, since the Context moves on to the next command.
+type tally struct {
+	m      *commandMetrics // nil: not counted
+	stripe int
+}
+
+// tally returns the running command's tally.
+func (ctx *Context) tally() tally { return tally{ctx.metrics, ctx.stripe} }
+
+// decided counts the answer of a deciding command (CL.THROTTLE): allowed,
+// or limited. Its handler calls it as it writes the answer; observe counts
+// the call's time and any error written before the handler returned.
+func (t tally) decided(limited bool) {
 	switch {
-	case m == nil:
+	case t.m == nil:
 	case limited:
-		m.stripes[ctx.stripe].limited.Add(1)
+		t.m.stripes[t.stripe].limited.Add(1)
 	default:
-		m.stripes[ctx.stripe].allowed.Add(1)
+		t.m.stripes[t.stripe].allowed.Add(1)
+	}
+}
+
+// failedIf counts err, the error a command finishing later answers (the
+// errors written before its handler returned are counted by observe).
+func (t tally) failedIf(err error) {
+	if err != nil && t.m != nil {
+		t.m.stripes[t.stripe].errors.Add(1)
 	}
 }

@@ -76,6 +76,10 @@ type Command struct {
 	Sub []*Command
 	// Run is the handler.
 	Run Handler
+	// Shared, when set, is the handler in shared mode (Options.Store), for a
+	// command whose work there differs from Run's: the keyspace commands,
+	// which act on the store.
+	Shared Handler
 	// ACLCategories lists the command's ACL categories ("@fast", ...).
 	ACLCategories []string
 }

@@ -33,20 +33,36 @@ func clThrottle(ctx *Context, w Writer, args [][]byte) {
 	quota := engine.GCRAQuota{MaxBurst: nums[0], Count: nums[1], Period: nums[2]}
 
 	// >> Operation
+	if st := ctx.store(); st != nil {
+		t, key := ctx.tally(), args[1]
+		await(w, func(finish func(func(Writer))) {
+			st.Throttle(key, quota, nums[3], func(res engine.Result, err error) {
+				t.failedIf(err)
+				finish(func(w Writer) { writeThrottle(t, w, res, err) })
+			})
+		})
+		return
+	}
 	res, err := ctx.Engine().Throttle(ctx.Tx, args[1], quota, nums[3])
 
 	// >> Response
+	writeThrottle(ctx.tally(), w, res, err)
+}
+
+// writeThrottle writes CL.THROTTLE's reply: its decision, or the reply to
+// its error.
+func writeThrottle(t tally, w Writer, res engine.Result, err error) {
 	if err != nil {
 		w.WriteError(engineErrorText(err, &cellTexts))
 		return
 	}
-	writeResult(ctx, w, res)
+	writeResult(t, w, res)
 }
 
 // writeResult writes a throttle decision as CL.THROTTLE's five integers,
 // and counts it, allowed or limited, for the running command.
-func writeResult(ctx *Context, w Writer, r engine.Result) {
-	ctx.countDecision(r.Limited)
+func writeResult(t tally, w Writer, r engine.Result) {
+	t.decided(r.Limited)
 	limited := int64(0)
 	if r.Limited {
 		limited = 1

@@ -71,14 +71,16 @@ func throttleAll(ctx *Context, w Writer, args [][]byte) {
 	}
 
 	// >> Operation
+	if st := ctx.store(); st != nil {
+		storeDecision(ctx, w, a.millis, func(done func(engine.Decision, error)) {
+			st.ThrottleAll(a.rules, a.quantity, done)
+		})
+		return
+	}
 	d, err := ctx.Engine().ThrottleAll(ctx.Tx, a.rules, a.quantity)
 
 	// >> Response
-	if err != nil {
-		w.WriteError(engineErrorText(err, &ruleTexts))
-		return
-	}
-	writeDecision(ctx, w, d, a.millis)
+	writeDecision(ctx.tally(), w, d, err, a.millis)
 }
 
 // throttleAllKeys returns THROTTLE.ALL's keys, one per rule, or none when

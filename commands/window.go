@@ -59,14 +59,16 @@ func windowThrottle(f engine.Family, name string) Handler {
 
 		// >> Operation
 		rule := engine.Rule{Key: args[1], Family: f, Window: a.quota}
+		if st := ctx.store(); st != nil {
+			storeDecision(ctx, w, a.millis, func(done func(engine.Decision, error)) {
+				st.ThrottleWindow(rule, a.quantity, done)
+			})
+			return
+		}
 		d, err := ctx.Engine().ThrottleWindow(ctx.Tx, rule, a.quantity)
 
 		// >> Response
-		if err != nil {
-			w.WriteError(engineErrorText(err, &ruleTexts))
-			return
-		}
-		writeDecision(ctx, w, d, a.millis)
+		writeDecision(ctx.tally(), w, d, err, a.millis)
 	}
 }
 
@@ -161,13 +163,29 @@ func windowUnit(suffix []byte) int64 {
 	return 0
 }
 
-// writeDecision writes a window or THROTTLE.ALL decision in CL.THROTTLE's
-// shape, times in seconds rounded up or, with millis, in milliseconds, and
-// counts it as allowed or limited for the running command.
-func writeDecision(ctx *Context, w Writer, d engine.Decision, millis bool) {
+// writeDecision writes a window or THROTTLE.ALL reply: the decision in
+// CL.THROTTLE's shape, times in seconds rounded up or, with millis, in
+// milliseconds, counted as allowed or limited; or the reply to its error.
+func writeDecision(t tally, w Writer, d engine.Decision, err error, millis bool) {
+	if err != nil {
+		w.WriteError(engineErrorText(err, &ruleTexts))
+		return
+	}
 	r := d.Seconds()
 	if millis {
 		r = d.Millis()
 	}
-	writeResult(ctx, w, r)
+	writeResult(t, w, r)
+}
+
+// storeDecision sends a window or THROTTLE.ALL decision to the shared
+// store; its reply goes out when the store has decided.
+func storeDecision(ctx *Context, w Writer, millis bool, decide func(done func(engine.Decision, error))) {
+	t := ctx.tally()
+	await(w, func(finish func(func(Writer))) {
+		decide(func(d engine.Decision, err error) {
+			t.failedIf(err)
+			finish(func(w Writer) { writeDecision(t, w, d, err, millis) })
+		})
+	})
 }

@@ -30,3 +30,16 @@ type Writer interface {
 	// or a bulk string in RESP2.
 	WriteVerbatim(s string)
 }
+
+// Pauser is implemented by a Writer whose connection can let the running
+// command finish later.
+type Pauser interface {
+	// Pause reserves the running command's place among the connection's
+	// replies and returns the function that completes it; the command then
+	// writes nothing more to this Writer. complete must be called exactly
+	// once, from any goroutine (even before Pause's caller returns); write
+	// runs later on the connection's own driver goroutine with a Writer
+	// positioned at the reserved place, in the RESP version the client
+	// spoke when Pause was called.
+	Pause() (complete func(write func(Writer)))
+}

@@ -1,0 +1,97 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// msgStoreFailed answers a keyspace command the shared store did not
+// carry out (it is down, or did not answer within the timeout).
+const msgStoreFailed = "ERR the shared store failed: %s"
+
+// await runs start, which begins work that finishes on another goroutine
+// and passes it the function that completes the command's reply. Where the
+// connection can pause the command (its Writer is a Pauser), await returns
+// at once and the reply goes out in order when finish is called; otherwise
+// (a test's writer) it waits here for finish and writes the reply to w.
+func await(w Writer, start func(finish func(write func(Writer)))) {
+	if p, ok := pauserOf(w); ok {
+		start(p.Pause())
+		return
+	}
+	ch := make(chan func(Writer), 1)
+	start(func(write func(Writer)) { ch <- write })
+	(<-ch)(w)
+}
+
+// pauserOf finds the connection's Pauser under the writers that wrap it.
+func pauserOf(w Writer) (Pauser, bool) {
+	for {
+		switch v := w.(type) {
+		case Pauser:
+			return v, true
+		case *errorCounter:
+			w = v.Writer
+		default:
+			return nil, false
+		}
+	}
+}
+
+// offload runs fn on a goroutine of its own, against the store, within
+// Options.StoreTimeout, and sends the reply it writes once it is done: the
+// connection's event loop serves other clients meanwhile. fn must not touch
+// the client's state or the command's arguments (copy what it needs first).
+func (c *Commands) offload(w Writer, fn func(ctx context.Context, st Store, w Writer)) {
+	st, timeout := c.opts.Store, c.opts.StoreTimeout
+	await(w, func(finish func(func(Writer))) {
+		c.workers.Add(1)
+		go func() {
+			defer c.workers.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			defer cancel()
+			var rec recorder
+			fn(ctx, st, &rec)
+			finish(rec.replay)
+		}()
+	})
+}
+
+// storeFailed is the reply to a keyspace command the store did not carry
+// out.
+func storeFailed(err error) string {
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = errors.New("no answer within the timeout (--shared-timeout)")
+	}
+	return oneLine(fmt.Sprintf(msgStoreFailed, err))
+}
+
+// recorder is a Writer that keeps the replies written to it, for replay on
+// the connection once an offloaded command is done.
+type recorder struct{ calls []func(Writer) }
+
+var _ Writer = (*recorder)(nil)
+
+func (r *recorder) replay(w Writer) {
+	for _, call := range r.calls {
+		call(w)
+	}
+}
+
+func (r *recorder) add(f func(Writer)) { r.calls = append(r.calls, f) }
+
+func (r *recorder) WriteError(msg string) { r.add(func(w Writer) { w.WriteError(msg) }) }
+func (r *recorder) WriteString(s string)  { r.add(func(w Writer) { w.WriteString(s) }) }
+func (r *recorder) WriteBulk(b []byte) {
+	b = append([]byte(nil), b...)
+	r.add(func(w Writer) { w.WriteBulk(b) })
+}
+func (r *recorder) WriteBulkString(s string) { r.add(func(w Writer) { w.WriteBulkString(s) }) }
+func (r *recorder) WriteInt(n int64)         { r.add(func(w Writer) { w.WriteInt(n) }) }
+func (r *recorder) WriteArray(n int)         { r.add(func(w Writer) { w.WriteArray(n) }) }
+func (r *recorder) WriteMap(n int)           { r.add(func(w Writer) { w.WriteMap(n) }) }
+func (r *recorder) WriteSet(n int)           { r.add(func(w Writer) { w.WriteSet(n) }) }
+func (r *recorder) WriteNull()               { r.add(Writer.WriteNull) }
+func (r *recorder) WriteNullArray()          { r.add(Writer.WriteNullArray) }
+func (r *recorder) WriteVerbatim(s string)   { r.add(func(w Writer) { w.WriteVerbatim(s) }) }

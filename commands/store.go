@@ -1,0 +1,41 @@
+package commands
+
+import (
+	"context"
+
+	"github.com/cellserver/cellserver/engine"
+)
+
+// Store is where shared mode decides and keeps every key: a Redis, Valkey
+// or Redis Cluster that several cellservers share, so that together they
+// enforce one limit. With Options.Store set, the rate-limit commands decide
+// in it and the keyspace commands act on it; the in-memory engine is left
+// to the store's own fallback.
+//
+// The deciding methods never block: each calls done exactly once, before
+// it returns or later on another goroutine, and copies what it keeps of
+// its arguments first (they point into the connection's buffer). They
+// return the engine's errors, so that a reply is the same as in memory;
+// an error that implements ReplyError is sent as its text says. The
+// keyspace methods block, and run off the event loops.
+type Store interface {
+	Throttle(key []byte, q engine.GCRAQuota, quantity int64, done func(engine.Result, error))
+	ThrottleWindow(r engine.Rule, quantity int64, done func(engine.Decision, error))
+	ThrottleAll(rules []engine.Rule, quantity int64, done func(engine.Decision, error))
+
+	Get(ctx context.Context, key string) (engine.Value, bool, error)
+	PTTL(ctx context.Context, key string) (int64, error)
+	Exists(ctx context.Context, keys []string) (int64, error)
+	Delete(ctx context.Context, keys []string) (int64, error)
+	Scan(ctx context.Context, cursor uint64, pattern string, count int64, typ string) ([]string, uint64, error)
+	Keys(ctx context.Context, pattern string) ([]string, error)
+	Len(ctx context.Context) (int64, error)
+	Flush(ctx context.Context) error
+}
+
+// ReplyError is an error whose text is a reply as it stands, first word
+// the error code (a store's "CROSSSLOT ...").
+type ReplyError interface {
+	error
+	Reply() string
+}
