@@ -38,6 +38,7 @@ func startShared(t *testing.T, s *Shared) {
 	if err := s.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { s.Close() })
 }
 
 // answer is one operation's reply.
