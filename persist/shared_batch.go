@@ -162,6 +162,13 @@ func (s *Shared) round(ops []*sharedOp) (retry []*sharedOp) {
 			s.stats.roundTrips.Add(1)
 			s.stats.latency(out.recv - out.sent)
 			return s.apply(callGroups, out.replies, out.errs, out.sent, out.recv)
+		case <-s.stop:
+			// Close: the reply may never come (a client without
+			// ContextTimeoutEnabled waits out its ReadTimeout).
+			for _, op := range ops {
+				s.fallback(op)
+			}
+			return nil
 		case <-timer.C:
 		}
 		if time.Since(start) >= s.opts.Timeout {

@@ -301,3 +301,22 @@ func TestKeySlot(t *testing.T) {
 		}
 	}
 }
+
+// TestSharedNoExpiry: a CL key without an expiry (redis-cell leaves such
+// keys) is decided on; a window state without one is not cellserver's
+// (ErrWrongType) and is left alone.
+func TestSharedNoExpiry(t *testing.T) {
+	m, s, _ := newSharedMini(t, SharedOptions{})
+	startShared(t, s)
+	m.Set("fw", string([]byte{formatVersion, 'f', 'w', ':', 0, 1}))
+	if a := wait(t, windowAsync(s, fwRule("fw", 5), 1)); !errors.Is(a.err, engine.ErrWrongType) {
+		t.Fatalf("fw without expiry: %+v", a)
+	}
+	m.Set("cl", "1")
+	if a := wait(t, throttleAsync(s, "cl", clQuota, 1)); a.err != nil || a.res.Remaining != 4 {
+		t.Fatalf("cl without expiry: %+v", a)
+	}
+	if m.TTL("cl") <= 0 {
+		t.Fatal("the CL key was written without an expiry")
+	}
+}

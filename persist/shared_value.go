@@ -9,7 +9,8 @@ import (
 // decodeValue reads a key's value in the store into a record for
 // engine.Decide: absent (FamilyNone), a CL key's TAT in redis-cell's format,
 // or an SW, SWC or FW state in cellserver's. It reports false for a value
-// that is neither (another application's key), which gets ErrWrongType.
+// that is neither (another application's key), or an SW, SWC or FW state
+// without an expiry, which gets ErrWrongType.
 // A key expired by nowMs reads as absent.
 func decodeValue(sv storeValue, key string, nowMs int64) (engine.Record, bool) {
 	rec := engine.Record{Key: key}
@@ -31,6 +32,17 @@ func decodeValue(sv storeValue, key string, nowMs int64) (engine.Record, bool) {
 		rec.Family, rec.TAT = engine.FamilyCL, tat
 	}
 	rec.ExpireAtMs = sv.expireAtMs
+	switch {
+	case rec.ExpireAtMs != maxExpire:
+	case rec.Family == engine.FamilyCL:
+		// No expiry: redis-cell leaves such a key on some errors. A TAT in
+		// the past limits nothing, so the key can go at its TAT (as Load).
+		rec.ExpireAtMs = int64(rec.TAT / 1e6)
+	default:
+		// cellserver always writes its own states with an expiry, and an
+		// SW peek would write this one back with none it can give.
+		return engine.Record{Key: key}, false
+	}
 	if nowMs > rec.ExpireAtMs {
 		return engine.Record{Key: key}, true
 	}
