@@ -192,8 +192,7 @@ func (s *Shared) round(ops []*sharedOp) (retry []*sharedOp) {
 func groupOps(ops []*sharedOp) []*group {
 	keyIndex := map[string]int{}
 	parent := []int{}
-	var find func(int) int
-	find = func(i int) int {
+	find := func(i int) int {
 		for parent[i] != i {
 			parent[i] = parent[parent[i]]
 			i = parent[i]

@@ -320,3 +320,34 @@ func TestSharedNoExpiry(t *testing.T) {
 		t.Fatal("the CL key was written without an expiry")
 	}
 }
+
+// TestSharedInvalidateAcrossInstances: a DEL through one instance clears
+// the key from another instance's deny cache.
+func TestSharedInvalidateAcrossInstances(t *testing.T) {
+	m, a, _ := newSharedMini(t, SharedOptions{})
+	startShared(t, a)
+	client := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	t.Cleanup(func() { client.Close() })
+	b := NewShared(client, SharedOptions{Local: engine.New(engine.Options{SweepInterval: -1}), Timeout: 5 * time.Second})
+	startShared(t, b)
+	for range 6 {
+		wait(t, throttleAsync(a, "k", clQuota, 1))
+	}
+	a.deny.mu.Lock()
+	_, cached := a.deny.m["k"]
+	a.deny.mu.Unlock()
+	if !cached {
+		t.Fatal("the refusal was not remembered")
+	}
+	m.Del("k")
+	b.Invalidate("k")
+	waitFor(t, "the deny entry dropped", func() bool {
+		a.deny.mu.Lock()
+		defer a.deny.mu.Unlock()
+		_, ok := a.deny.m["k"]
+		return !ok
+	})
+	if r := wait(t, throttleAsync(a, "k", clQuota, 1)); r.err != nil || r.res.Limited {
+		t.Fatalf("after DEL and Invalidate elsewhere: %+v, want admitted", r)
+	}
+}
