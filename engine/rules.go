@@ -82,11 +82,8 @@ func (e *Engine) ThrottleWindow(tx *Txn, r Rule, quantity int64) (Decision, erro
 // name distinct keys (else a *DuplicateKeyError), and there must be at least
 // one (else ErrNoRules).
 func (e *Engine) ThrottleAll(tx *Txn, rules []Rule, quantity int64) (Decision, error) {
-	if len(rules) == 0 {
-		return Decision{}, ErrNoRules
-	}
-	if first, second, dup := duplicateKey(rules); dup {
-		return Decision{}, &DuplicateKeyError{First: first, Second: second}
+	if err := checkRules(rules); err != nil {
+		return Decision{}, err
 	}
 	if tx == nil {
 		keys := make([][]byte, len(rules))
@@ -98,45 +95,29 @@ func (e *Engine) ThrottleAll(tx *Txn, rules []Rule, quantity int64) (Decision, e
 	}
 	now := e.now().UnixNano()
 	vs := make([]verdict, len(rules))
-	limited := false
-	for i, r := range rules {
-		s, _ := e.acquire(tx, r.Key)
-		if err := e.judge(s, r, now, quantity, &vs[i]); err != nil {
-			return Decision{}, err
-		}
-		limited = limited || vs[i].d.Limited
+	judge := func(i int, qty int64) error {
+		s, _ := e.acquire(tx, rules[i].Key)
+		return e.judge(s, rules[i], now, qty, &vs[i])
 	}
-	if !limited {
+	commit := func() error {
 		budgeted, err := e.reserve(vs, rules, now)
 		if err != nil {
-			return Decision{}, err
+			return err
 		}
 		if budgeted {
 			defer unpin(vs, rules)
 		}
 		for i, r := range rules {
 			if err := e.commit(&vs[i], r, now, quantity); err != nil {
-				return Decision{}, err
+				return err
 			}
 			if budgeted {
 				pin(vs, rules, i, true) // a key this call created stays too
 			}
 		}
-		return combine(vs), nil
+		return nil
 	}
-	if quantity > 0 {
-		// Nothing is recorded: a rule that would have admitted the quantity
-		// stays as it is, which is what a peek at it reports.
-		for i, r := range rules {
-			if !vs[i].d.Limited {
-				s, _ := e.acquire(tx, r.Key)
-				if err := e.judge(s, r, now, 0, &vs[i]); err != nil {
-					return Decision{}, err
-				}
-			}
-		}
-	}
-	return combine(vs), nil
+	return allOrNothing(vs, quantity, judge, commit)
 }
 
 // combine folds the rules' decisions into ThrottleAll's: the least
@@ -192,49 +173,12 @@ func combine(vs []verdict) Decision {
 func (e *Engine) judge(s *shard, r Rule, now, qty int64, v *verdict) error {
 	nowMs := now / 1_000_000
 	v.s, v.ent = s, nil
+	var st keyState
 	if slot, ok := s.lookupSlot(r.Key, nowMs); ok {
 		v.ent, v.slot = &s.entries[slot], slot
+		st = s.state(v.ent)
 	}
-	if v.ent != nil && v.ent.family() != r.Family {
-		return ErrWrongType
-	}
-	if qty < 0 && r.Family != FamilyCL {
-		return ErrNegativeQuantity
-	}
-	switch r.Family {
-	case FamilyCL:
-		var st gcraState
-		if v.ent != nil {
-			st = gcraState{tat: v.ent.tat(), ok: true}
-		}
-		step, err := gcra(now, st, r.GCRA, qty)
-		if err != nil {
-			return err
-		}
-		v.step = step
-		v.d = Decision{Limited: step.result.Limited, Limit: step.result.Limit, Remaining: step.result.Remaining,
-			RetryAfter: step.retry, ResetAfter: step.reset, cl: step.result, hasCL: true}
-	case FamilyFW, FamilySWC:
-		var st counterState
-		if v.ent != nil {
-			c := s.counter(v.ent)
-			st = counterState{start: c.start, cur: int64(c.cur), prev: int64(c.prev), ok: true}
-		}
-		if r.Family == FamilyFW {
-			v.d, v.counter = fixedWindow(now, st, r.Window, qty)
-		} else {
-			v.d, v.counter = slidingCounter(now, st, r.Window, qty)
-		}
-	case FamilySW:
-		var l *swLog
-		if v.ent != nil {
-			l = s.log(v.ent)
-		}
-		v.d, v.view = slidingLog(now, l, r.Window, qty)
-	default:
-		return ErrWrongType
-	}
-	return nil
+	return judgeState(r, &st, now, qty, v)
 }
 
 // commit writes an admitted verdict. A quantity of 0 never creates a key
@@ -249,10 +193,7 @@ func (e *Engine) commit(v *verdict, r Rule, now, qty int64) error {
 			return nil
 		}
 		c := v.counter
-		end := c.start + r.Window.Window
-		if r.Family == FamilySWC && c.cur > 0 {
-			end += r.Window.Window
-		}
+		end := counterEnd(r, c)
 		if ent = s.ensure(r.Key, ent, r.Family, expireMs(end), nowMs); ent == nil {
 			return ErrOutOfMemory
 		}
@@ -392,4 +333,16 @@ func duplicateKey(rules []Rule) (first, second int, dup bool) {
 		seen[string(r.Key)] = i
 	}
 	return 0, 0, false
+}
+
+// checkRules is ThrottleAll's rule on its rules: at least one
+// (ErrNoRules), naming distinct keys (a *DuplicateKeyError).
+func checkRules(rules []Rule) error {
+	if len(rules) == 0 {
+		return ErrNoRules
+	}
+	if first, second, dup := duplicateKey(rules); dup {
+		return &DuplicateKeyError{First: first, Second: second}
+	}
+	return nil
 }

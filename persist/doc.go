@@ -1,7 +1,7 @@
-// Package persist keeps a copy of cellserver's keyspace in a backing Redis:
-// Redis implements Backing over go-redis, and Writer writes the
-// engine's changed keys behind, off the request path, and loads them back at
-// start.
+// Package persist keeps cellserver's state in a backing Redis: Redis
+// implements Backing over go-redis, and Writer writes the engine's changed
+// keys behind, off the request path, and loads them back at start; Shared
+// decides against a store that many cellserver instances share.
 //
 // # Format
 //
@@ -63,4 +63,82 @@
 // that holds another Redis type, is skipped and counted. A CL key without
 // an expiry (redis-cell leaves one on some errors) expires at its TAT: a
 // TAT in the past limits nothing.
+//
+// # Shared mode
+//
+// In shared mode (Shared) the store holds the only authoritative state and
+// many cellserver instances enforce one limit on it; no interleaving of
+// them admits more than the limit. Keys are in the format above, so
+// redis-cell, write-behind and shared mode read each other's keys.
+//
+// Decisions are made in Go, by engine.Decide, the keyspace's own
+// algorithms run on a state decoded from the store: there is one
+// implementation of each algorithm, proved equal to the keyspace by the
+// engine's model test, and none in Lua to keep equal to it. The store only
+// checks and writes, with one script (EVALSHA, or EVAL after NOSCRIPT: a
+// flushed script cache, a failover): for each group of keys, it compares
+// every key's value with the one the decision was made on (absent counts as
+// a value, and so does a key of another type) and, only if all match,
+// writes the new values (SET key value PXAT ms, or DEL, or nothing for a
+// key left as it was); otherwise it writes nothing of that group and
+// returns its keys' current values and PTTLs. The script also returns the
+// store's TIME. It has no arithmetic, so it cannot disagree with the
+// engine.
+//
+// The expected values come from a value cache of the values last seen
+// (SharedOptions.CacheKeys keys, evicted arbitrarily): a key not in it is
+// expected absent: a new key costs one round trip, a key another instance
+// wrote since costs one more (the conflict). A conflict replaces the cached
+// value by the store's and decides the group's operations again in the
+// next round trip, at once; Stats counts conflicts. An operation is
+// answered only once the compare-and-set that verified its decision
+// succeeded: a refusal too, so a refusal is never made on a stale state.
+//
+// Every operation in flight in an instance shares round trips: one
+// goroutine sends a batch when none is on the wire (no timer) and the next
+// batch gathers meanwhile. A batch's operations on one key are applied in
+// arrival order, each deciding on the state the one before left; the key's
+// compare-and-set carries the first expected value and the last new one.
+// Keys linked by operations (a THROTTLE.ALL links its keys) form a group,
+// checked and written all or nothing; groups succeed or fail on their own.
+// A THROTTLE.ALL refused by one rule writes no key. On a single Redis a
+// batch is one EVALSHA; on a Redis Cluster it is one EVALSHA per hash slot,
+// all in one pipeline (go-redis follows MOVED and ASK and runs the nodes in
+// parallel). A THROTTLE.ALL whose keys are in different slots is refused
+// with ErrCrossSlot (CROSSSLOT): keys that share a hash tag ({user42}:a,
+// {user42}:b) are decided atomically.
+//
+// One clock: each reply carries the store's TIME, and decisions are made
+// at the local monotonic clock plus the offset of the sample with the
+// smallest round trip among the last 16, within an error bound of half
+// that round trip (Stats shows both; with several cluster nodes, their
+// clocks' own differences add to it). A key's time never goes back: a
+// decision on it is made no earlier than the newest time its state holds
+// (an SW log's newest request, an SWC or FW bucket's start), so two
+// instances whose estimates differ by the bound never record an SW
+// request out of order nor roll a bucket back.
+//
+// No operation waits longer than SharedOptions.Timeout for the store. When a
+// round trip fails or takes that long, the store is marked down (logged
+// when it starts and when it ends) and, under FallbackLocal, operations
+// are decided by the local engine, at once while it stays down; a prober
+// tries the store every 100ms, and when it answers the value cache and the
+// local engine are emptied: the store's state wins, local decisions are
+// not merged into it. A round trip that timed out may still be carried out
+// by the store later; its compare-and-sets then record requests that were
+// also answered locally, which only makes the store stricter. Under
+// FallbackError operations get ErrStoreUnavailable instead.
+//
+// The deny cache (on unless SharedOptions.NoDenyCache): when a single-key
+// operation was refused by a decision that a compare-and-set verified, the
+// same rule on that key with a quantity at least as large is refused from
+// the remembered state, without a round trip, until the refusal's
+// retry_after has passed (or, when the request can never be admitted, the
+// key's reset). Other instances can only make a key stricter, so such a
+// refusal is one the store would give; only a reset makes it laxer. A DEL
+// or UNLINK through any cellserver calls Invalidate, which publishes the
+// keys on <prefix>cellserver:invalidate, and every instance drops them.
+// A reset made in the store by something else (a DEL from redis-cli,
+// another application) is not seen until the remembered time passes: a
+// request may be refused until then that the store would admit.
 package persist

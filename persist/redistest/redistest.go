@@ -102,6 +102,26 @@ func (s *Server) Kill() {
 	s.proc = nil
 }
 
+// Pause stops redis-server with SIGSTOP, as a hung or partitioned store
+// would be: connections stay open and nothing answers. Resume continues it.
+func (s *Server) Pause() { s.signal(syscall.SIGSTOP) }
+
+// Resume continues redis-server after Pause (SIGCONT); it then runs what
+// arrived meanwhile.
+func (s *Server) Resume() { s.signal(syscall.SIGCONT) }
+
+func (s *Server) signal(sig syscall.Signal) {
+	s.t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc == nil {
+		s.t.Fatal("redistest: signal while killed")
+	}
+	if err := s.proc.cmd.Process.Signal(sig); err != nil {
+		s.t.Fatalf("redistest: %v: %v", sig, err)
+	}
+}
+
 // Restart starts a new, empty redis-server on the same port after Kill.
 func (s *Server) Restart() {
 	s.t.Helper()
@@ -190,6 +210,7 @@ func (s *Server) stop() {
 	if s.proc == nil {
 		return
 	}
+	s.proc.cmd.Process.Signal(syscall.SIGCONT) // after a Pause
 	s.proc.cmd.Process.Signal(syscall.SIGTERM)
 	s.proc.wait()
 	s.proc = nil

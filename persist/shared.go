@@ -1,0 +1,405 @@
+package persist
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cellserver/cellserver/engine"
+	"github.com/redis/go-redis/v9"
+)
+
+// FallbackMode is what shared mode does while the store does not answer.
+type FallbackMode int
+
+const (
+	// FallbackLocal decides from the local engine while the store is down;
+	// when it is back, the store's state wins and the local state is
+	// dropped.
+	FallbackLocal FallbackMode = iota
+	// FallbackError answers ErrStoreUnavailable while the store is down.
+	FallbackError
+)
+
+// Shared mode's errors.
+var (
+	// ErrCrossSlot is returned for a THROTTLE.ALL whose keys are in
+	// different hash slots of a Redis Cluster.
+	ErrCrossSlot = errors.New("CROSSSLOT Keys in request don't hash to the same slot")
+	// ErrStoreUnavailable is returned under FallbackError when the store
+	// did not answer within the timeout, and after Close.
+	ErrStoreUnavailable = errors.New("the shared store is unavailable")
+)
+
+// SharedOptions configures a Shared. Local is required; the other zero
+// values work.
+type SharedOptions struct {
+	// Prefix is put before every key in the store, as --backing-prefix.
+	Prefix string
+	// Timeout bounds how long an operation waits for the store; 0 means
+	// 250ms.
+	Timeout time.Duration
+	// Fallback says what happens when the store does not answer in time.
+	Fallback FallbackMode
+	// Local decides while the store is down, under FallbackLocal.
+	Local *engine.Engine
+	// NoDenyCache turns off the deny cache.
+	NoDenyCache bool
+	// CacheKeys bounds the keys whose values are cached; 0 means 100,000.
+	CacheKeys int
+	// Logger gets the store going down and coming back (once each); nil
+	// discards it.
+	Logger *slog.Logger
+
+	// now, when set, replaces the clock synchronised with the store's
+	// (tests): nanoseconds since the epoch.
+	now func() int64
+}
+
+// Shared decides rate limits against a store shared by many cellserver
+// instances (the package doc's "Shared mode"). It is safe for concurrent
+// use; its methods answer through callbacks.
+type Shared struct {
+	client  redis.UniversalClient
+	cluster bool
+	opts    SharedOptions
+	log     *slog.Logger
+	channel string // the invalidation channel
+
+	mu        sync.Mutex // guards queue, dropKeys, dropAll, publishes, closed
+	queue     []*sharedOp
+	dropKeys  []string // keys to drop from the value cache
+	dropAll   bool
+	publishes []string // invalidation messages to publish
+	closed    bool
+
+	wake   chan struct{} // an op was queued (capacity 1)
+	up     chan struct{} // the prober reached the store (capacity 1)
+	downCh chan struct{} // the store went down: probe it (capacity 1)
+	stop   chan struct{}
+	ctx    context.Context // cancelled by Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // every goroutine Shared starts
+	pubsub *redis.PubSub
+
+	down  atomic.Bool
+	clock sharedClock
+	deny  denyCache
+	stats sharedCounters
+
+	// cache is the value cache: the last value seen of each key in the
+	// store. Owned by the batcher goroutine.
+	cache map[string]storeValue
+}
+
+// sharedOp is one queued operation.
+type sharedOp struct {
+	op       engine.Op
+	rules    []engine.Rule // keys copied from the caller's
+	keys     []string      // the store's keys (prefixed)
+	quantity int64
+	deadline time.Time
+
+	onResult   func(engine.Result, error)   // Throttle
+	onDecision func(engine.Decision, error) // ThrottleWindow, ThrottleAll
+
+	// Set by the batcher for the round under way.
+	d        engine.Decision
+	err      error
+	at       int64         // the time decided at
+	state    engine.Record // the key's state after a single-key decision
+	answered bool
+}
+
+// finish answers the op.
+func (o *sharedOp) finish(d engine.Decision, err error) {
+	if o.answered {
+		return
+	}
+	o.answered = true
+	if o.onResult != nil {
+		if err != nil {
+			o.onResult(engine.Result{}, err)
+			return
+		}
+		o.onResult(d.Seconds(), nil)
+		return
+	}
+	o.onDecision(d, err)
+}
+
+// NewShared returns a Shared over client; Start starts it. Closing client
+// is the caller's.
+func NewShared(client redis.UniversalClient, opts SharedOptions) *Shared {
+	if opts.Timeout <= 0 {
+		opts.Timeout = 250 * time.Millisecond
+	}
+	if opts.CacheKeys <= 0 {
+		opts.CacheKeys = 100_000
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	_, cluster := client.(*redis.ClusterClient)
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Shared{
+		client:  client,
+		cluster: cluster,
+		opts:    opts,
+		log:     log,
+		channel: opts.Prefix + "cellserver:invalidate",
+		wake:    make(chan struct{}, 1),
+		up:      make(chan struct{}, 1),
+		downCh:  make(chan struct{}, 1),
+		stop:    make(chan struct{}),
+		ctx:     ctx,
+		cancel:  cancel,
+		clock:   newSharedClock(),
+		deny:    denyCache{m: make(map[string]denyEntry), max: opts.CacheKeys},
+		cache:   make(map[string]storeValue),
+	}
+}
+
+// Client returns the store's client.
+func (s *Shared) Client() redis.UniversalClient { return s.client }
+
+// clockSamples is how many TIME samples Start takes before serving.
+const clockSamples = 5
+
+// Start loads the script, synchronises the clock with the store's,
+// subscribes to invalidations and starts the goroutines. Under
+// FallbackLocal a store that does not answer is not an error: Shared starts
+// down and serves from the local engine until the store answers.
+func (s *Shared) Start(ctx context.Context) error {
+	if s.opts.Local == nil {
+		return errors.New("persist: SharedOptions.Local is required")
+	}
+	err := s.connect(ctx)
+	if err != nil {
+		if s.opts.Fallback == FallbackError {
+			return err
+		}
+		s.log.Warn("shared store unreachable at start: deciding locally until it answers", "err", err)
+		s.markDown()
+	}
+	s.pubsub = s.client.Subscribe(s.ctx, s.channel)
+	s.wg.Add(3)
+	go s.run()
+	go s.probe()
+	go s.listen(s.pubsub.Channel())
+	return nil
+}
+
+// connect loads the script and samples the store's clock.
+func (s *Shared) connect(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, max(s.opts.Timeout, time.Second))
+	defer cancel()
+	if err := casScript.Load(ctx, s.client).Err(); err != nil {
+		return err
+	}
+	for range clockSamples {
+		sent := s.clock.local()
+		t, err := s.client.Time(ctx).Result()
+		if err != nil {
+			return err
+		}
+		s.clock.sample(sent, s.clock.local(), t.UnixNano())
+	}
+	return nil
+}
+
+// Close stops every goroutine and waits for them. Queued operations are
+// decided locally (FallbackLocal) or get ErrStoreUnavailable.
+func (s *Shared) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	close(s.stop)
+	s.cancel()
+	var err error
+	if s.pubsub != nil {
+		err = s.pubsub.Close()
+	}
+	s.wg.Wait()
+	return err
+}
+
+// Throttle runs a CL.THROTTLE rule on key and calls done with redis-cell's
+// reply.
+func (s *Shared) Throttle(key []byte, q engine.GCRAQuota, quantity int64, done func(engine.Result, error)) {
+	op := &sharedOp{op: engine.OpThrottle, quantity: quantity, onResult: done,
+		rules: []engine.Rule{{Key: key, Family: engine.FamilyCL, GCRA: q}}}
+	s.submit(op)
+}
+
+// ThrottleWindow runs one SW, SWC or FW rule.
+func (s *Shared) ThrottleWindow(r engine.Rule, quantity int64, done func(engine.Decision, error)) {
+	op := &sharedOp{op: engine.OpWindow, quantity: quantity, onDecision: done, rules: []engine.Rule{r}}
+	s.submit(op)
+}
+
+// ThrottleAll runs every rule on one quantity, all or nothing, as
+// engine.ThrottleAll does. In a Redis Cluster the keys must share a hash
+// slot (ErrCrossSlot otherwise).
+func (s *Shared) ThrottleAll(rules []engine.Rule, quantity int64, done func(engine.Decision, error)) {
+	op := &sharedOp{op: engine.OpAll, quantity: quantity, onDecision: done,
+		rules: append([]engine.Rule(nil), rules...)}
+	s.submit(op)
+}
+
+// submit validates op, answers it from the deny cache if it can, and
+// queues it for the batcher otherwise.
+func (s *Shared) submit(op *sharedOp) {
+	// Validation that does not depend on any key's state, answered at once.
+	absent := make([]engine.Record, len(op.rules))
+	if _, err := engine.Decide(s.now(), op.op, op.rules, absent, op.quantity); err == engine.ErrZeroRate ||
+		err == engine.ErrNoRules || err == engine.ErrDuplicateKey {
+		op.finish(engine.Decision{}, err)
+		return
+	}
+	// The caller's keys alias its request buffers.
+	op.keys = make([]string, len(op.rules))
+	for i := range op.rules {
+		k := string(op.rules[i].Key)
+		op.rules[i].Key = []byte(k)
+		op.keys[i] = s.opts.Prefix + k
+	}
+	if s.cluster && len(op.keys) > 1 {
+		slot := keySlot(op.keys[0])
+		for _, k := range op.keys[1:] {
+			if keySlot(k) != slot {
+				op.finish(engine.Decision{}, ErrCrossSlot)
+				return
+			}
+		}
+	}
+	if !s.opts.NoDenyCache && op.op != engine.OpAll && !s.down.Load() {
+		if d, ok := s.deny.lookup(op, s.now()); ok {
+			s.stats.denyHits.Add(1)
+			op.finish(d, nil)
+			return
+		}
+	}
+	op.deadline = time.Now().Add(s.opts.Timeout)
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		op.finish(engine.Decision{}, ErrStoreUnavailable)
+		return
+	}
+	s.queue = append(s.queue, op)
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// now is the time decisions are made at: the store's clock as estimated
+// locally, in nanoseconds since the epoch.
+func (s *Shared) now() int64 {
+	if s.opts.now != nil {
+		return s.opts.now()
+	}
+	return s.clock.now()
+}
+
+// fallback answers op without the store: from the local engine under
+// FallbackLocal, with ErrStoreUnavailable under FallbackError.
+func (s *Shared) fallback(op *sharedOp) {
+	if op.answered {
+		return
+	}
+	if s.opts.Fallback == FallbackError {
+		op.finish(engine.Decision{}, ErrStoreUnavailable)
+		return
+	}
+	s.stats.localDecisions.Add(1)
+	switch op.op {
+	case engine.OpThrottle:
+		r := op.rules[0]
+		res, err := s.opts.Local.Throttle(nil, r.Key, r.GCRA, op.quantity)
+		op.answered = true
+		op.onResult(res, err)
+	case engine.OpWindow:
+		d, err := s.opts.Local.ThrottleWindow(nil, op.rules[0], op.quantity)
+		op.finish(d, err)
+	default:
+		d, err := s.opts.Local.ThrottleAll(nil, op.rules, op.quantity)
+		op.finish(d, err)
+	}
+}
+
+// markDown notes that the store stopped answering, once, and wakes the
+// prober.
+func (s *Shared) markDown() {
+	if s.down.Swap(true) {
+		return
+	}
+	s.stats.downs.Add(1)
+	if s.opts.Fallback == FallbackError {
+		s.log.Warn("shared store down: answering errors until it is back")
+	} else {
+		s.log.Warn("shared store down: deciding locally until it is back")
+	}
+	select {
+	case s.downCh <- struct{}{}:
+	default:
+	}
+}
+
+// probeInterval is the time between two PINGs to a store that is down.
+const probeInterval = 100 * time.Millisecond
+
+// probe PINGs the store while it is down and tells the batcher when it
+// answers.
+func (s *Shared) probe() {
+	defer s.wg.Done()
+	t := time.NewTicker(probeInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.downCh:
+		case <-s.stop:
+			return
+		}
+		for {
+			select {
+			case <-t.C:
+			case <-s.stop:
+				return
+			}
+			ctx, cancel := context.WithTimeout(s.ctx, s.opts.Timeout)
+			err := casScript.Load(ctx, s.client).Err() // a PING that also reloads the script
+			cancel()
+			if err == nil {
+				select {
+				case s.up <- struct{}{}:
+				default:
+				}
+				break
+			}
+		}
+	}
+}
+
+// storeUp is the batcher's step when the store answers again: the store's
+// state wins, so the value cache and the local engine are emptied.
+func (s *Shared) storeUp() {
+	if !s.down.Load() {
+		return
+	}
+	s.cache = make(map[string]storeValue)
+	s.deny.clear()
+	s.opts.Local.Flush(nil)
+	s.down.Store(false)
+	s.log.Info("shared store back: deciding in the store again")
+}

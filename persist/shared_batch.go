@@ -1,0 +1,376 @@
+package persist
+
+import (
+	"context"
+	"time"
+
+	"github.com/cellserver/cellserver/engine"
+)
+
+// run is the batcher: it takes every queued operation, decides them on the
+// cached values, and sends the compare-and-sets in one round trip; the
+// operations queued meanwhile make the next batch. Operations whose
+// compare-and-set conflicted are decided again, on the values the store
+// returned, in the round trip that follows at once.
+func (s *Shared) run() {
+	defer s.wg.Done()
+	var retry []*sharedOp
+	for {
+		if len(retry) == 0 {
+			select {
+			case <-s.wake:
+			case <-s.up:
+				s.storeUp()
+				continue
+			case <-s.stop:
+				s.drain(nil)
+				return
+			}
+		}
+		select {
+		case <-s.stop:
+			s.drain(retry)
+			return
+		case <-s.up:
+			s.storeUp()
+		default:
+		}
+		s.mu.Lock()
+		ops := append(retry, s.queue...)
+		s.queue = nil
+		drop, all, pubs := s.dropKeys, s.dropAll, s.publishes
+		s.dropKeys, s.dropAll, s.publishes = nil, false, nil
+		s.mu.Unlock()
+		retry = nil
+		if len(pubs) > 0 && !s.down.Load() {
+			s.publish(pubs)
+		}
+		if all {
+			s.cache = make(map[string]storeValue)
+		}
+		for _, k := range drop {
+			delete(s.cache, k)
+		}
+		if s.down.Load() {
+			for _, op := range ops {
+				s.fallback(op)
+			}
+			continue
+		}
+		// An op retried past its deadline waits no more.
+		live := ops[:0]
+		now := time.Now()
+		for _, op := range ops {
+			if now.After(op.deadline) {
+				s.stats.timeouts.Add(1)
+				s.fallback(op)
+				continue
+			}
+			live = append(live, op)
+		}
+		if len(live) > 0 {
+			retry = s.round(live)
+		}
+	}
+}
+
+// drain answers the operations left at Close.
+func (s *Shared) drain(retry []*sharedOp) {
+	s.mu.Lock()
+	ops := append(retry, s.queue...)
+	s.queue = nil
+	s.mu.Unlock()
+	for _, op := range ops {
+		if s.opts.Fallback == FallbackLocal {
+			s.fallback(op)
+		} else {
+			op.finish(engine.Decision{}, ErrStoreUnavailable)
+		}
+	}
+}
+
+// group is a set of keys linked by operations (a THROTTLE.ALL links its
+// keys), checked and written all or nothing, with its operations in
+// arrival order.
+type group struct {
+	keys []string
+	ops  []*sharedOp
+	cas  []casKey
+	// finals are the keys' values once every op has been applied.
+	finals []storeValue
+}
+
+// round decides ops and sends one round trip; it returns the ops to decide
+// again (their group conflicted).
+func (s *Shared) round(ops []*sharedOp) (retry []*sharedOp) {
+	groups := groupOps(ops)
+	now := s.now()
+	for _, g := range groups {
+		s.decideGroup(g, now)
+	}
+	// One call per hash slot (one in all on a single Redis).
+	var calls []*casCall
+	var callGroups [][]*group
+	bySlot := map[int]int{}
+	for _, g := range groups {
+		slot := 0
+		if s.cluster {
+			slot = keySlot(g.keys[0])
+		}
+		i, ok := bySlot[slot]
+		if !ok {
+			i = len(calls)
+			bySlot[slot] = i
+			calls = append(calls, &casCall{})
+			callGroups = append(callGroups, nil)
+		}
+		calls[i].add(g.cas)
+		callGroups[i] = append(callGroups[i], g)
+	}
+
+	type outcome struct {
+		replies []casReply
+		errs    []error
+		sent    time.Duration
+		recv    time.Duration
+	}
+	result := make(chan outcome, 1)
+	ctx, cancel := context.WithTimeout(s.ctx, s.opts.Timeout)
+	defer cancel()
+	sent := s.clock.local()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		replies, errs := runCAS(ctx, s.client, calls)
+		result <- outcome{replies, errs, sent, s.clock.local()}
+	}()
+	start := time.Now()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		// Wait until the reply, the earliest deadline of an op not answered
+		// yet, or the round trip's own timeout.
+		next := start.Add(s.opts.Timeout)
+		for _, op := range ops {
+			if !op.answered && op.deadline.Before(next) {
+				next = op.deadline
+			}
+		}
+		timer.Reset(time.Until(next))
+		select {
+		case out := <-result:
+			s.stats.roundTrips.Add(1)
+			s.stats.latency(out.recv - out.sent)
+			return s.apply(callGroups, out.replies, out.errs, out.sent, out.recv)
+		case <-s.stop:
+			// Close: the reply may never come (a client without
+			// ContextTimeoutEnabled waits out its ReadTimeout).
+			for _, op := range ops {
+				s.fallback(op)
+			}
+			return nil
+		case <-timer.C:
+		}
+		if time.Since(start) >= s.opts.Timeout {
+			s.markDown()
+			for _, op := range ops {
+				s.fallback(op)
+			}
+			return nil
+		}
+		now := time.Now()
+		for _, op := range ops {
+			if !op.answered && now.After(op.deadline) {
+				s.stats.timeouts.Add(1)
+				s.fallback(op)
+			}
+		}
+	}
+}
+
+// groupOps links the ops that share keys into groups, in order of arrival.
+func groupOps(ops []*sharedOp) []*group {
+	keyIndex := map[string]int{}
+	parent := []int{}
+	find := func(i int) int {
+		for parent[i] != i {
+			parent[i] = parent[parent[i]]
+			i = parent[i]
+		}
+		return i
+	}
+	var keys []string
+	for _, op := range ops {
+		first := -1
+		for _, k := range op.keys {
+			i, ok := keyIndex[k]
+			if !ok {
+				i = len(parent)
+				keyIndex[k] = i
+				parent = append(parent, i)
+				keys = append(keys, k)
+			}
+			if first < 0 {
+				first = find(i)
+				continue
+			}
+			if r := find(i); r != first {
+				parent[r] = first
+			}
+		}
+	}
+	byRoot := map[int]*group{}
+	var groups []*group
+	for i, k := range keys {
+		r := find(i)
+		g, ok := byRoot[r]
+		if !ok {
+			g = &group{}
+			byRoot[r] = g
+			groups = append(groups, g)
+		}
+		g.keys = append(g.keys, k)
+	}
+	for _, op := range ops {
+		g := byRoot[find(keyIndex[op.keys[0]])]
+		g.ops = append(g.ops, op)
+	}
+	return groups
+}
+
+// decideGroup decides the group's ops in order, each on the state the one
+// before left, from the cached values, and fills in its compare-and-set:
+// the values first expected and the last ones.
+func (s *Shared) decideGroup(g *group, now int64) {
+	nowMs := now / 1e6
+	boundMs := s.clock.boundNs()/1e6 + 1
+	states := make(map[string]*engine.Record, len(g.keys))
+	foreign := map[string]bool{}
+	g.cas = make([]casKey, len(g.keys))
+	initial := make([]storeValue, len(g.keys))
+	for i, k := range g.keys {
+		sv, ok := s.cache[k]
+		if !ok {
+			sv = storeValue{kind: kindAbsent}
+		}
+		if sv.kind == kindValue && nowMs-boundMs > sv.expireAtMs {
+			// Gone in the store too, whatever the error of our clock.
+			sv = storeValue{kind: kindAbsent}
+		}
+		rec, ok := decodeValue(sv, k, nowMs)
+		if !ok {
+			foreign[k] = true
+		}
+		states[k] = &rec
+		g.cas[i] = casKey{key: k, expected: sv, write: writeKeep}
+		initial[i] = encodeValue(&rec)
+	}
+	for _, op := range g.ops {
+		op.err, op.d = nil, engine.Decision{}
+		recs := make([]engine.Record, len(op.keys))
+		at := now
+		wrong := false
+		for i, k := range op.keys {
+			recs[i] = *states[k]
+			recs[i].Key = string(op.rules[i].Key)
+			at = max(at, newestTime(&recs[i]))
+			wrong = wrong || foreign[k]
+		}
+		op.at = at
+		if wrong {
+			op.err = engine.ErrWrongType
+			continue
+		}
+		op.d, op.err = engine.Decide(at, op.op, op.rules, recs, op.quantity)
+		for i, k := range op.keys {
+			rec := recs[i]
+			rec.Key = k
+			*states[k] = rec
+		}
+		if len(recs) == 1 {
+			op.state = recs[0]
+		}
+	}
+	g.finals = make([]storeValue, len(g.keys))
+	for i, k := range g.keys {
+		if foreign[k] {
+			g.finals[i] = g.cas[i].expected
+			continue
+		}
+		v := encodeValue(states[k])
+		if v != initial[i] {
+			g.cas[i].newVal = v
+			g.cas[i].write = writeSet
+			if v.kind == kindAbsent {
+				g.cas[i].write = writeDel
+			}
+			g.finals[i] = v
+		} else {
+			g.finals[i] = g.cas[i].expected
+		}
+	}
+}
+
+// apply takes a round trip's replies: a group written answers its ops; a
+// group that conflicted updates the value cache with the store's values
+// and its ops are returned to be decided again; a call that failed marks
+// the store down and its ops fall back.
+func (s *Shared) apply(callGroups [][]*group, replies []casReply, errs []error, sent, recv time.Duration) (retry []*sharedOp) {
+	decided := 0
+	for c, groups := range callGroups {
+		if errs[c] != nil {
+			s.log.Debug("shared store call failed", "err", errs[c])
+			s.markDown()
+			for _, g := range groups {
+				for _, op := range g.ops {
+					s.fallback(op)
+				}
+			}
+			continue
+		}
+		r := replies[c]
+		s.clock.sample(sent, recv, r.timeNs)
+		for gi, g := range groups {
+			cur := r.current[gi]
+			if cur != nil {
+				s.stats.conflicts.Add(1)
+				for i, k := range g.keys {
+					s.cacheValue(k, cur[i])
+				}
+				for _, op := range g.ops {
+					if !op.answered {
+						retry = append(retry, op)
+					}
+				}
+				continue
+			}
+			for i, k := range g.keys {
+				s.cacheValue(k, g.finals[i])
+			}
+			for _, op := range g.ops {
+				if op.answered {
+					continue
+				}
+				decided++
+				if op.err == nil && op.d.Limited && len(op.keys) == 1 && !s.opts.NoDenyCache {
+					s.deny.add(op)
+				}
+				op.finish(op.d, op.err)
+			}
+		}
+	}
+	s.stats.decided(decided)
+	return retry
+}
+
+// cacheValue remembers key's value, evicting an arbitrary key when the
+// cache is full.
+func (s *Shared) cacheValue(key string, v storeValue) {
+	if _, ok := s.cache[key]; !ok && len(s.cache) >= s.opts.CacheKeys {
+		for k := range s.cache {
+			delete(s.cache, k)
+			break
+		}
+	}
+	s.cache[key] = v
+}

@@ -1,0 +1,169 @@
+package persist
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cellserver/cellserver/engine"
+	"github.com/cellserver/cellserver/persist/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+// faultTimeout is the shared timeout of the fault tests, and faultSlack
+// what an op may wait beyond it on a loaded machine under -race.
+const (
+	faultTimeout = 200 * time.Millisecond
+	faultSlack   = 200 * time.Millisecond
+)
+
+// newFaultShared starts a Shared over srv with a client left at go-redis's
+// defaults (its read timeout is 3s: Shared's own timeout must hold).
+func newFaultShared(t *testing.T, srv *redistest.Server, mode FallbackMode) *Shared {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { c.Close() })
+	s := NewShared(c, SharedOptions{Local: engine.New(engine.Options{SweepInterval: -1}),
+		Timeout: faultTimeout, Fallback: mode})
+	startShared(t, s)
+	return s
+}
+
+// loadWhile runs ops from 8 goroutines until stop is closed, and returns
+// the longest wait and the errors seen.
+func loadWhile(s *Shared, stop <-chan struct{}) (wait func() (time.Duration, []error)) {
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		longest time.Duration
+		errs    []error
+	)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				began := time.Now()
+				a := <-windowAsync(s, windowRule("load", engine.FamilyFW), 0)
+				took := time.Since(began)
+				mu.Lock()
+				longest = max(longest, took)
+				if a.err != nil {
+					errs = append(errs, a.err)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	return func() (time.Duration, []error) {
+		wg.Wait()
+		return longest, errs
+	}
+}
+
+// TestSharedFallbackLocal: with the store stopped (SIGSTOP) under load, no
+// op fails and none waits longer than the timeout; the local engine
+// decides meanwhile; once the store answers again its state wins.
+func TestSharedFallbackLocal(t *testing.T) {
+	srv := redistest.Start(t)
+	s := newFaultShared(t, srv, FallbackLocal)
+	w := windowRule("w", engine.FamilyFW) // limit 100
+	for range 5 {
+		if a := wait(t, windowAsync(s, w, 1)); a.err != nil {
+			t.Fatal(a.err)
+		}
+	}
+	stop := make(chan struct{})
+	done := loadWhile(s, stop)
+	time.Sleep(100 * time.Millisecond)
+	srv.Pause()
+	waitFor(t, "down", func() bool { return s.Stats().StoreDown })
+	var local atomic.Int64
+	for range 7 {
+		a := wait(t, windowAsync(s, w, 1))
+		if a.err != nil || a.d.Limited {
+			t.Fatalf("local decision while down: %+v", a)
+		}
+		local.Store(a.d.Remaining)
+	}
+	if local.Load() != 93 {
+		t.Errorf("the local engine's 7th decision left %d, want 93 (it starts empty)", local.Load())
+	}
+	time.Sleep(300 * time.Millisecond)
+	srv.Resume()
+	waitFor(t, "back", func() bool { return !s.Stats().StoreDown })
+	time.Sleep(100 * time.Millisecond)
+	close(stop)
+	longest, errs := done()
+	if len(errs) > 0 {
+		t.Errorf("%d ops failed, the first: %v", len(errs), errs[0])
+	}
+	if longest > faultTimeout+faultSlack {
+		t.Errorf("an op waited %v, timeout %v", longest, faultTimeout)
+	}
+	// The store's 5 count, not the local 7.
+	if a := wait(t, windowAsync(s, w, 1)); a.err != nil || a.d.Remaining != 94 {
+		t.Errorf("after the store came back: %+v, want remaining 94 (the store's state)", a)
+	}
+	st := s.Stats()
+	if st.Downs != 1 || st.LocalDecisions < 7 {
+		t.Errorf("stats %+v, want one down period and the local decisions counted", st)
+	}
+	t.Logf("longest wait %v; stats %+v", longest, st)
+}
+
+// TestSharedFallbackError: with the store stopped, ops get
+// ErrStoreUnavailable within the timeout, and succeed once it is back.
+func TestSharedFallbackError(t *testing.T) {
+	srv := redistest.Start(t)
+	s := newFaultShared(t, srv, FallbackError)
+	stop := make(chan struct{})
+	done := loadWhile(s, stop)
+	time.Sleep(100 * time.Millisecond)
+	srv.Pause()
+	waitFor(t, "down", func() bool { return s.Stats().StoreDown })
+	time.Sleep(200 * time.Millisecond)
+	close(stop)
+	longest, errs := done()
+	if len(errs) == 0 {
+		t.Fatal("no op failed while the store was stopped")
+	}
+	for _, err := range errs {
+		if err != ErrStoreUnavailable {
+			t.Fatalf("error %v, want ErrStoreUnavailable", err)
+		}
+	}
+	if longest > faultTimeout+faultSlack {
+		t.Errorf("an op waited %v, timeout %v", longest, faultTimeout)
+	}
+	srv.Resume()
+	waitFor(t, "back", func() bool { return !s.Stats().StoreDown })
+	if a := wait(t, windowAsync(s, windowRule("x", engine.FamilyFW), 1)); a.err != nil {
+		t.Fatalf("after the store came back: %v", a.err)
+	}
+}
+
+// TestSharedStartsDown: a store that does not answer at Start is not an
+// error under FallbackLocal: Shared starts down and decides locally.
+func TestSharedStartsDown(t *testing.T) {
+	srv := redistest.Start(t)
+	srv.Pause()
+	s := newFaultShared(t, srv, FallbackLocal)
+	if !s.Stats().StoreDown {
+		t.Fatal("not down")
+	}
+	if a := wait(t, throttleAsync(s, "k", clQuota, 1)); a.err != nil || a.res.Remaining != 4 {
+		t.Fatalf("local decision: %+v", a)
+	}
+	srv.Resume()
+	waitFor(t, "back", func() bool { return !s.Stats().StoreDown })
+	if a := wait(t, throttleAsync(s, "k", clQuota, 1)); a.err != nil || a.res.Remaining != 4 {
+		t.Fatalf("after the store came back: %+v, want the store's state (none)", a)
+	}
+}

@@ -1,0 +1,232 @@
+package persist
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// casSource is shared mode's only script: a compare-and-set of groups of
+// keys, with the store's time. It does no arithmetic on limits: the
+// decisions are made in Go, and the script only checks that each key
+// still holds the value they were made on.
+//
+// KEYS are the keys of every group, group after group. ARGV is, for each
+// group, its number of keys n and then n times five arguments: the expected
+// kind ("a" absent, "v" a string value, "t" a key of another type), the
+// expected value, what to write ("k" keep, "s" set, "d" delete), the new
+// value and its expiry (PXAT, ms since the epoch).
+//
+// The reply is the store's TIME (seconds, microseconds) followed, for each
+// group, by 1 when every key held what was expected and the writes were
+// made, or else by the current state of each of its keys (kind, value,
+// PTTL) with nothing written.
+const casSource = `
+local t = redis.call('TIME')
+local out = {t[1], t[2]}
+local a, k = 1, 1
+while a <= #ARGV do
+  local n = tonumber(ARGV[a])
+  a = a + 1
+  local cur = {}
+  local ok = true
+  for i = 0, n - 1 do
+    local key, e = KEYS[k + i], a + i * 5
+    local ty = redis.call('TYPE', key)
+    if type(ty) == 'table' then ty = ty.ok end
+    local kind, val = 'a', ''
+    if ty == 'string' then
+      kind, val = 'v', redis.call('GET', key)
+    elseif ty ~= 'none' then
+      kind = 't'
+    end
+    cur[i + 1] = {kind, val}
+    if kind ~= ARGV[e] or val ~= ARGV[e + 1] then
+      ok = false
+    end
+  end
+  if ok then
+    for i = 0, n - 1 do
+      local key, e = KEYS[k + i], a + i * 5
+      local w = ARGV[e + 2]
+      if w == 's' then
+        redis.call('SET', key, ARGV[e + 3], 'PXAT', ARGV[e + 4])
+      elseif w == 'd' then
+        redis.call('DEL', key)
+      end
+    end
+    out[#out + 1] = 1
+  else
+    local r = {}
+    for i = 0, n - 1 do
+      r[#r + 1] = cur[i + 1][1]
+      r[#r + 1] = cur[i + 1][2]
+      r[#r + 1] = redis.call('PTTL', KEYS[k + i])
+    end
+    out[#out + 1] = r
+  end
+  a = a + n * 5
+  k = k + n
+end
+return out
+`
+
+// casScript is casSource with its SHA1, for EVALSHA.
+var casScript = redis.NewScript(casSource)
+
+// Kinds of a key's value, as the script names them.
+const (
+	kindAbsent  = "a"
+	kindValue   = "v"
+	kindForeign = "t" // a key of another Redis type
+)
+
+// Writes, as the script names them.
+const (
+	writeKeep = "k"
+	writeSet  = "s"
+	writeDel  = "d"
+)
+
+// storeValue is a key's value in the store: absent, a string, or a key of
+// another type.
+type storeValue struct {
+	kind string
+	val  string
+	// expireAtMs is when the key expires (PXAT); for a value read back,
+	// from the PTTL and the store's TIME; maxExpire when it has none.
+	expireAtMs int64
+}
+
+// maxExpire is the expiry of a key that has none.
+const maxExpire = 1<<63 - 1
+
+// casKey is one key's compare-and-set.
+type casKey struct {
+	key      string // with the prefix
+	expected storeValue
+	write    string
+	newVal   storeValue
+}
+
+// casCall is one EVALSHA: the groups of one hash slot.
+type casCall struct {
+	keys []string
+	args []any
+	// groups are the sizes of the call's groups, in order.
+	groups []int
+}
+
+// add appends one group of keys.
+func (c *casCall) add(group []casKey) {
+	c.args = append(c.args, len(group))
+	for _, k := range group {
+		c.keys = append(c.keys, k.key)
+		c.args = append(c.args, k.expected.kind, k.expected.val, k.write, k.newVal.val, k.newVal.expireAtMs)
+	}
+	c.groups = append(c.groups, len(group))
+}
+
+// casReply is a script's reply: the store's time and, for each group, nil
+// when it was written or the current values of its keys.
+type casReply struct {
+	timeNs  int64
+	current [][]storeValue
+}
+
+// runCAS sends calls in one pipeline (in a cluster, go-redis sends each to
+// its slot's node, in parallel) with EVALSHA, and again with EVAL those
+// that met NOSCRIPT (a flushed script cache, a failover). It returns one
+// reply or error per call.
+func runCAS(ctx context.Context, client redis.UniversalClient, calls []*casCall) ([]casReply, []error) {
+	replies, errs := make([]casReply, len(calls)), make([]error, len(calls))
+	cmds := make([]*redis.Cmd, len(calls))
+	pipe := client.Pipeline()
+	for i, c := range calls {
+		cmds[i] = casScript.EvalSha(ctx, pipe, c.keys, c.args...)
+	}
+	pipe.Exec(ctx) // each command's error is looked at
+	var again []int
+	for i, cmd := range cmds {
+		if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			again = append(again, i)
+		}
+	}
+	if len(again) > 0 {
+		pipe = client.Pipeline()
+		for _, i := range again {
+			cmds[i] = casScript.Eval(ctx, pipe, calls[i].keys, calls[i].args...)
+		}
+		pipe.Exec(ctx)
+	}
+	for i, cmd := range cmds {
+		if err := cmd.Err(); err != nil {
+			errs[i] = err
+			continue
+		}
+		replies[i], errs[i] = parseCAS(cmd.Val(), calls[i].groups)
+	}
+	return replies, errs
+}
+
+// parseCAS reads the script's reply.
+func parseCAS(v any, groups []int) (casReply, error) {
+	var r casReply
+	arr, ok := v.([]any)
+	if !ok || len(arr) != 2+len(groups) {
+		return r, fmt.Errorf("cas script: unexpected reply %T of %d", v, len(arr))
+	}
+	sec, err1 := replyInt(arr[0])
+	usec, err2 := replyInt(arr[1])
+	if err := errors.Join(err1, err2); err != nil {
+		return r, fmt.Errorf("cas script: TIME: %w", err)
+	}
+	r.timeNs = sec*1e9 + usec*1e3
+	r.current = make([][]storeValue, len(groups))
+	for g, n := range groups {
+		switch x := arr[2+g].(type) {
+		case int64:
+			continue // written
+		case []any:
+			if len(x) != 3*n {
+				return r, fmt.Errorf("cas script: group %d: %d values for %d keys", g, len(x), n)
+			}
+			cur := make([]storeValue, n)
+			for i := range cur {
+				kind, _ := x[3*i].(string)
+				val, _ := x[3*i+1].(string)
+				pttl, err := replyInt(x[3*i+2])
+				if err != nil {
+					return r, fmt.Errorf("cas script: PTTL: %w", err)
+				}
+				cur[i] = storeValue{kind: kind, val: val, expireAtMs: maxExpire}
+				if pttl >= 0 {
+					cur[i].expireAtMs = r.timeNs/1e6 + pttl
+				}
+				if kind != kindValue {
+					cur[i].val = ""
+				}
+			}
+			r.current[g] = cur
+		default:
+			return r, fmt.Errorf("cas script: group %d: unexpected %T", g, x)
+		}
+	}
+	return r, nil
+}
+
+// replyInt reads an integer that Redis may give as an integer or a string
+// (TIME's fields are strings).
+func replyInt(v any) (int64, error) {
+	switch x := v.(type) {
+	case int64:
+		return x, nil
+	case string:
+		return strconv.ParseInt(strings.TrimSpace(x), 10, 64)
+	}
+	return 0, fmt.Errorf("not an integer: %T", v)
+}

@@ -1,0 +1,353 @@
+package persist
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/cellserver/cellserver/engine"
+	"github.com/redis/go-redis/v9"
+)
+
+// newSharedMini returns a miniredis whose clock stands still, and a Shared
+// over it (not started) whose clock is miniredis's.
+func newSharedMini(t *testing.T, opts SharedOptions) (*miniredis.Miniredis, *Shared, *redis.Client) {
+	t.Helper()
+	m := miniredis.RunT(t)
+	now := time.Now().Truncate(time.Millisecond)
+	m.SetTime(now)
+	client := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1})
+	t.Cleanup(func() { client.Close() })
+	if opts.Local == nil {
+		opts.Local = engine.New(engine.Options{SweepInterval: -1})
+	}
+	if opts.Timeout == 0 {
+		opts.Timeout = 5 * time.Second // miniredis under -race on a loaded machine
+	}
+	opts.now = func() int64 { return now.UnixNano() }
+	s := NewShared(client, opts)
+	t.Cleanup(func() { s.Close() })
+	return m, s, client
+}
+
+func startShared(t *testing.T, s *Shared) {
+	t.Helper()
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+}
+
+// answer is one operation's reply.
+type answer struct {
+	res engine.Result
+	d   engine.Decision
+	err error
+}
+
+// throttleAsync starts a CL call; the channel gets its answer.
+func throttleAsync(s *Shared, key string, q engine.GCRAQuota, n int64) <-chan answer {
+	ch := make(chan answer, 1)
+	s.Throttle([]byte(key), q, n, func(r engine.Result, err error) { ch <- answer{res: r, err: err} })
+	return ch
+}
+
+func windowAsync(s *Shared, r engine.Rule, n int64) <-chan answer {
+	ch := make(chan answer, 1)
+	s.ThrottleWindow(r, n, func(d engine.Decision, err error) { ch <- answer{d: d, res: d.Seconds(), err: err} })
+	return ch
+}
+
+func allAsync(s *Shared, rules []engine.Rule, n int64) <-chan answer {
+	ch := make(chan answer, 1)
+	s.ThrottleAll(rules, n, func(d engine.Decision, err error) { ch <- answer{d: d, res: d.Seconds(), err: err} })
+	return ch
+}
+
+func wait(t *testing.T, ch <-chan answer) answer {
+	t.Helper()
+	select {
+	case a := <-ch:
+		return a
+	case <-time.After(30 * time.Second):
+		t.Fatal("no answer within 30s")
+	}
+	return answer{}
+}
+
+var (
+	clQuota = engine.GCRAQuota{MaxBurst: 4, Count: 1, Period: 60}
+	fwRule  = func(key string, limit int64) engine.Rule {
+		return engine.Rule{Key: []byte(key), Family: engine.FamilyFW,
+			Window: engine.WindowQuota{Limit: limit, Window: int64(time.Hour)}}
+	}
+)
+
+// TestSharedCASConflict: a key changed behind Shared's back makes its
+// compare-and-set conflict; the op is decided again on the store's value.
+func TestSharedCASConflict(t *testing.T) {
+	m, s, _ := newSharedMini(t, SharedOptions{Prefix: "p:"})
+	startShared(t, s)
+	a := wait(t, throttleAsync(s, "k", clQuota, 1))
+	if a.err != nil || a.res.Limited || a.res.Remaining != 4 {
+		t.Fatalf("first call: %+v", a)
+	}
+	tat1, _ := m.Get("p:k")
+	// Another instance admits 3 more: the TAT moves 3 emission intervals on.
+	tat, _ := strconv.ParseUint(tat1, 10, 64)
+	m.Set("p:k", strconv.FormatUint(tat+3*60e9, 10))
+	a = wait(t, throttleAsync(s, "k", clQuota, 1))
+	if a.err != nil || a.res.Remaining != 0 {
+		t.Fatalf("after another instance's writes: %+v, want remaining 0", a)
+	}
+	if st := s.Stats(); st.Conflicts != 1 || st.RoundTrips != 3 {
+		t.Fatalf("stats %+v, want 1 conflict in 3 round trips", st)
+	}
+	got, _ := m.Get("p:k")
+	if want := strconv.FormatUint(tat+4*60e9, 10); got != want {
+		t.Fatalf("stored TAT %s, want %s", got, want)
+	}
+}
+
+// TestSharedAllRefusedWritesNothing: a THROTTLE.ALL refused by one rule
+// writes no key.
+func TestSharedAllRefusedWritesNothing(t *testing.T) {
+	m, s, _ := newSharedMini(t, SharedOptions{})
+	startShared(t, s)
+	full := wait(t, windowAsync(s, fwRule("fw", 2), 2))
+	if full.err != nil || full.d.Limited {
+		t.Fatalf("filling fw: %+v", full)
+	}
+	before, _ := m.Get("fw")
+	rules := []engine.Rule{{Key: []byte("cl"), Family: engine.FamilyCL, GCRA: clQuota}, fwRule("fw", 2)}
+	a := wait(t, allAsync(s, rules, 1))
+	if a.err != nil || !a.d.Limited {
+		t.Fatalf("THROTTLE.ALL: %+v, want limited", a)
+	}
+	if m.Exists("cl") {
+		t.Fatal("a refused THROTTLE.ALL wrote its CL key")
+	}
+	if after, _ := m.Get("fw"); after != before {
+		t.Fatal("a refused THROTTLE.ALL changed its FW key")
+	}
+	// Admitted, it writes both.
+	rules[1] = fwRule("fw", 3)
+	if a = wait(t, allAsync(s, rules, 1)); a.err != nil || a.d.Limited || !m.Exists("cl") {
+		t.Fatalf("THROTTLE.ALL admitted: %+v, cl exists %v", a, m.Exists("cl"))
+	}
+}
+
+// TestSharedChainedOneBatch: ops on one key queued together go in one
+// round trip, each decided on the state the one before left.
+func TestSharedChainedOneBatch(t *testing.T) {
+	m, s, _ := newSharedMini(t, SharedOptions{})
+	var chs []<-chan answer
+	for range 6 {
+		chs = append(chs, throttleAsync(s, "k", clQuota, 1)) // queued before Start
+	}
+	sw := engine.Rule{Key: []byte("sw"), Family: engine.FamilySW, Window: engine.WindowQuota{Limit: 3, Window: int64(time.Minute)}}
+	var sws []<-chan answer
+	for range 4 {
+		sws = append(sws, windowAsync(s, sw, 1))
+	}
+	startShared(t, s)
+	for i, ch := range chs {
+		a := wait(t, ch)
+		wantLimited, wantRem := i == 5, int64(4-i)
+		if i == 5 {
+			wantRem = 0
+		}
+		if a.err != nil || a.res.Limited != wantLimited || a.res.Remaining != wantRem {
+			t.Errorf("CL call %d: %+v, want limited %v remaining %d", i, a.res, wantLimited, wantRem)
+		}
+	}
+	for i, ch := range sws {
+		if a := wait(t, ch); a.err != nil || a.d.Limited != (i == 3) {
+			t.Errorf("SW call %d: %+v", i, a)
+		}
+	}
+	if st := s.Stats(); st.RoundTrips != 1 || st.Decisions != 10 {
+		t.Fatalf("stats %+v, want 10 decisions in 1 round trip", st)
+	}
+	val, _ := m.Get("sw")
+	var rec engine.Record
+	if err := decodeState(val, &rec); err != nil || len(rec.Log) != 3 {
+		t.Fatalf("stored SW %q: %+v %v, want 3 requests", val, rec, err)
+	}
+}
+
+// TestSharedNoScript: after SCRIPT FLUSH the next call loads the script
+// again and succeeds.
+func TestSharedNoScript(t *testing.T) {
+	_, s, client := newSharedMini(t, SharedOptions{})
+	startShared(t, s)
+	wait(t, throttleAsync(s, "k", clQuota, 1))
+	if err := client.ScriptFlush(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if a := wait(t, throttleAsync(s, "k", clQuota, 1)); a.err != nil || a.res.Remaining != 3 {
+		t.Fatalf("after SCRIPT FLUSH: %+v", a)
+	}
+	if st := s.Stats(); st.Downs != 0 || st.LocalDecisions != 0 {
+		t.Fatalf("stats %+v: NOSCRIPT took the store down", st)
+	}
+}
+
+// TestSharedWrongType: another application's key, a string or another
+// type, gets ErrWrongType and is left alone.
+func TestSharedWrongType(t *testing.T) {
+	m, s, _ := newSharedMini(t, SharedOptions{})
+	startShared(t, s)
+	m.Set("str", "hello")
+	m.Lpush("list", "x")
+	for _, key := range []string{"str", "list"} {
+		if a := wait(t, throttleAsync(s, key, clQuota, 1)); !errors.Is(a.err, engine.ErrWrongType) {
+			t.Errorf("%s: %+v, want ErrWrongType", key, a)
+		}
+		if a := wait(t, windowAsync(s, fwRule(key, 5), 1)); !errors.Is(a.err, engine.ErrWrongType) {
+			t.Errorf("%s: %+v, want ErrWrongType", key, a)
+		}
+	}
+	// A CL key met by an FW rule.
+	wait(t, throttleAsync(s, "cl", clQuota, 1))
+	if a := wait(t, windowAsync(s, fwRule("cl", 5), 1)); !errors.Is(a.err, engine.ErrWrongType) {
+		t.Errorf("cl as fw: %+v, want ErrWrongType", a)
+	}
+	if v, _ := m.Get("str"); v != "hello" {
+		t.Fatalf("str is %q", v)
+	}
+}
+
+// TestSharedValidation: errors that depend on no key are answered before
+// the method returns.
+func TestSharedValidation(t *testing.T) {
+	_, s, _ := newSharedMini(t, SharedOptions{})
+	for _, c := range []struct {
+		name string
+		ch   <-chan answer
+		want error
+	}{
+		{"zero rate", throttleAsync(s, "k", engine.GCRAQuota{MaxBurst: 1, Count: 0, Period: 1}, 1), engine.ErrZeroRate},
+		{"no rules", allAsync(s, nil, 1), engine.ErrNoRules},
+		{"duplicate", allAsync(s, []engine.Rule{fwRule("a", 1), fwRule("a", 2)}, 1), engine.ErrDuplicateKey},
+	} {
+		select {
+		case a := <-c.ch:
+			if a.err != c.want {
+				t.Errorf("%s: %v, want %v", c.name, a.err, c.want)
+			}
+		default:
+			t.Errorf("%s: not answered synchronously", c.name)
+		}
+	}
+}
+
+// TestSharedDenyCache: a verified refusal answers the same request again
+// without a round trip until retry_after, and Invalidate ends that.
+func TestSharedDenyCache(t *testing.T) {
+	_, s, _ := newSharedMini(t, SharedOptions{})
+	startShared(t, s)
+	for range 5 {
+		wait(t, throttleAsync(s, "k", clQuota, 1))
+	}
+	if a := wait(t, throttleAsync(s, "k", clQuota, 1)); !a.res.Limited {
+		t.Fatalf("6th call admitted: %+v", a)
+	}
+	trips := s.Stats().RoundTrips
+	ch := throttleAsync(s, "k", clQuota, 2) // larger: refused too
+	select {
+	case a := <-ch:
+		if !a.res.Limited || a.res.RetryAfter != 120 {
+			t.Fatalf("deny-cache answer %+v", a.res)
+		}
+	default:
+		t.Fatal("a refused request went to the store")
+	}
+	if st := s.Stats(); st.RoundTrips != trips || st.DenyCacheHits != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+	s.Invalidate("k")
+	wait(t, throttleAsync(s, "k", clQuota, 1))
+	if st := s.Stats(); st.RoundTrips == trips || st.DenyCacheHits != 1 {
+		t.Fatalf("after Invalidate: stats %+v, want a round trip", st)
+	}
+}
+
+// TestInvalidationMessage: the message format round-trips.
+func TestInvalidationMessage(t *testing.T) {
+	_, s, _ := newSharedMini(t, SharedOptions{Prefix: "p:"})
+	s.Invalidate("a", "", "b\x00c")
+	s.mu.Lock()
+	msg := s.publishes[0]
+	s.mu.Unlock()
+	keys, ok := decodeInvalidation(msg)
+	if !ok || len(keys) != 3 || keys[0] != "p:a" || keys[1] != "p:" || keys[2] != "p:b\x00c" {
+		t.Fatalf("decoded %q %v", keys, ok)
+	}
+	if _, ok := decodeInvalidation("\x05ab"); ok {
+		t.Fatal("a truncated message decoded")
+	}
+}
+
+// TestKeySlot checks the hash slot against values Redis gives.
+func TestKeySlot(t *testing.T) {
+	for key, want := range map[string]int{"foo": 12182, "bar": 5061, "{user1000}.following": 3443,
+		"{user1000}.followers": 3443, "foo{}{bar}": 8363, "foo{{bar}}zap": 4015, "foo{bar}{zap}": 5061} {
+		if got := keySlot(key); got != want {
+			t.Errorf("keySlot(%q) = %d, want %d", key, got, want)
+		}
+	}
+}
+
+// TestSharedNoExpiry: a CL key without an expiry (redis-cell leaves such
+// keys) is decided on; a window state without one is not cellserver's
+// (ErrWrongType) and is left alone.
+func TestSharedNoExpiry(t *testing.T) {
+	m, s, _ := newSharedMini(t, SharedOptions{})
+	startShared(t, s)
+	m.Set("fw", string([]byte{formatVersion, 'f', 'w', ':', 0, 1}))
+	if a := wait(t, windowAsync(s, fwRule("fw", 5), 1)); !errors.Is(a.err, engine.ErrWrongType) {
+		t.Fatalf("fw without expiry: %+v", a)
+	}
+	m.Set("cl", "1")
+	if a := wait(t, throttleAsync(s, "cl", clQuota, 1)); a.err != nil || a.res.Remaining != 4 {
+		t.Fatalf("cl without expiry: %+v", a)
+	}
+	if m.TTL("cl") <= 0 {
+		t.Fatal("the CL key was written without an expiry")
+	}
+}
+
+// TestSharedInvalidateAcrossInstances: a DEL through one instance clears
+// the key from another instance's deny cache.
+func TestSharedInvalidateAcrossInstances(t *testing.T) {
+	m, a, _ := newSharedMini(t, SharedOptions{})
+	startShared(t, a)
+	client := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	t.Cleanup(func() { client.Close() })
+	b := NewShared(client, SharedOptions{Local: engine.New(engine.Options{SweepInterval: -1}), Timeout: 5 * time.Second})
+	startShared(t, b)
+	for range 6 {
+		wait(t, throttleAsync(a, "k", clQuota, 1))
+	}
+	a.deny.mu.Lock()
+	_, cached := a.deny.m["k"]
+	a.deny.mu.Unlock()
+	if !cached {
+		t.Fatal("the refusal was not remembered")
+	}
+	m.Del("k")
+	b.Invalidate("k")
+	waitFor(t, "the deny entry dropped", func() bool {
+		a.deny.mu.Lock()
+		defer a.deny.mu.Unlock()
+		_, ok := a.deny.m["k"]
+		return !ok
+	})
+	if r := wait(t, throttleAsync(a, "k", clQuota, 1)); r.err != nil || r.res.Limited {
+		t.Fatalf("after DEL and Invalidate elsewhere: %+v, want admitted", r)
+	}
+}

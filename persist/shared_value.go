@@ -1,0 +1,82 @@
+package persist
+
+import (
+	"strconv"
+
+	"github.com/cellserver/cellserver/engine"
+)
+
+// decodeValue reads a key's value in the store into a record for
+// engine.Decide: absent (FamilyNone), a CL key's TAT in redis-cell's format,
+// or an SW, SWC or FW state in cellserver's. It reports false for a value
+// that is neither (another application's key), or an SW, SWC or FW state
+// without an expiry, which gets ErrWrongType.
+// A key expired by nowMs reads as absent.
+func decodeValue(sv storeValue, key string, nowMs int64) (engine.Record, bool) {
+	rec := engine.Record{Key: key}
+	switch sv.kind {
+	case kindAbsent:
+		return rec, true
+	case kindForeign:
+		return rec, false
+	}
+	if len(sv.val) > 0 && sv.val[0] == formatVersion {
+		if decodeState(sv.val, &rec) != nil {
+			return engine.Record{Key: key}, false
+		}
+	} else {
+		tat, err := strconv.ParseUint(sv.val, 10, 64)
+		if err != nil {
+			return rec, false
+		}
+		rec.Family, rec.TAT = engine.FamilyCL, tat
+	}
+	rec.ExpireAtMs = sv.expireAtMs
+	switch {
+	case rec.ExpireAtMs != maxExpire:
+	case rec.Family == engine.FamilyCL:
+		// No expiry: redis-cell leaves such a key on some errors. A TAT in
+		// the past limits nothing, so the key can go at its TAT (as Load).
+		rec.ExpireAtMs = int64(rec.TAT / 1e6)
+	default:
+		// cellserver always writes its own states with an expiry, and an
+		// SW peek would write this one back with none it can give.
+		return engine.Record{Key: key}, false
+	}
+	if nowMs > rec.ExpireAtMs {
+		return engine.Record{Key: key}, true
+	}
+	return rec, true
+}
+
+// encodeValue is the store value that holds rec: absent for a deleted or
+// absent key, a decimal TAT for a CL key, cellserver's format otherwise.
+func encodeValue(rec *engine.Record) storeValue {
+	if rec.Deleted || rec.Family == engine.FamilyNone {
+		return storeValue{kind: kindAbsent}
+	}
+	if rec.Family == engine.FamilyCL {
+		return storeValue{kind: kindValue, val: strconv.FormatUint(rec.TAT, 10), expireAtMs: rec.ExpireAtMs}
+	}
+	buf, ok := encodeState(nil, rec)
+	if !ok {
+		return storeValue{kind: kindAbsent}
+	}
+	return storeValue{kind: kindValue, val: string(buf), expireAtMs: rec.ExpireAtMs}
+}
+
+// newestTime is the latest instant rec's state holds (an SW log's newest
+// request, an SWC or FW bucket's start), 0 for none: a decision on the key
+// is made no earlier, so that instances whose clocks differ within the
+// bound never record a request out of order or roll a bucket back.
+func newestTime(rec *engine.Record) int64 {
+	switch rec.Family {
+	case engine.FamilySW:
+		if n := len(rec.Log); n > 0 {
+			return rec.Log[n-1]
+		}
+	case engine.FamilySWC, engine.FamilyFW:
+		return rec.Start
+	}
+	return 0
+}
