@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -154,11 +155,14 @@ func checkDecide(c decideCase, tally *decideTally) string {
 			return fmt.Sprintf("state %d: Decide changed the given log in place", i)
 		}
 	}
-	if err != want.err {
+	if !sameError(err, want.err) {
 		return fmt.Sprintf("error %v, the keyspace's %v", err, want.err)
 	}
 	switch {
 	case err != nil:
+		if errors.Is(err, ErrDuplicateKey) {
+			err = ErrDuplicateKey
+		}
 		tally.errs[err]++
 	case c.op == OpThrottle:
 		if d.Seconds() != want.result {
@@ -295,4 +299,13 @@ func TestDecideMatchesKeyspace(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sameError reports whether two errors are the same: the same value, or
+// (a *DuplicateKeyError is made per call) the same text of the same kind.
+func sameError(a, b error) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a == b || (errors.Is(a, ErrDuplicateKey) && errors.Is(b, ErrDuplicateKey) && a.Error() == b.Error())
 }

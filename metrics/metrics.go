@@ -42,6 +42,18 @@ type Sample struct {
 	Value float64
 	// Counter says the figure only grows; otherwise it is a gauge.
 	Counter bool
+	// Histogram, when set, makes the figure a histogram (Value and Counter
+	// are then unused).
+	Histogram *Histogram
+}
+
+// Histogram is a figure's distribution: how many observations, their sum,
+// and for each bucket's upper bound how many were at most that
+// (cumulative, as Prometheus's buckets are).
+type Histogram struct {
+	Count   uint64
+	Sum     float64
+	Buckets map[float64]uint64
 }
 
 // NewHandler returns the HTTP handler for the metrics address: GET /metrics
@@ -189,7 +201,13 @@ func collectSamples(ch chan<- prometheus.Metric, samples []Sample) {
 		if s.Counter {
 			kind = prometheus.CounterValue
 		}
-		m, err := prometheus.NewConstMetric(desc, kind, s.Value)
+		var m prometheus.Metric
+		var err error
+		if h := s.Histogram; h != nil {
+			m, err = prometheus.NewConstHistogram(desc, h.Count, h.Sum, h.Buckets)
+		} else {
+			m, err = prometheus.NewConstMetric(desc, kind, s.Value)
+		}
 		if err != nil {
 			m = prometheus.NewInvalidMetric(desc, err)
 		}

@@ -260,8 +260,8 @@ func (s *Shared) ThrottleAll(rules []engine.Rule, quantity int64, done func(engi
 func (s *Shared) submit(op *sharedOp) {
 	// Validation that does not depend on any key's state, answered at once.
 	absent := make([]engine.Record, len(op.rules))
-	if _, err := engine.Decide(s.now(), op.op, op.rules, absent, op.quantity); err == engine.ErrZeroRate ||
-		err == engine.ErrNoRules || err == engine.ErrDuplicateKey {
+	if _, err := engine.Decide(s.now(), op.op, op.rules, absent, op.quantity); errors.Is(err, engine.ErrZeroRate) ||
+		errors.Is(err, engine.ErrNoRules) || errors.Is(err, engine.ErrDuplicateKey) {
 		op.finish(engine.Decision{}, err)
 		return
 	}

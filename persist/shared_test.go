@@ -236,7 +236,7 @@ func TestSharedValidation(t *testing.T) {
 	} {
 		select {
 		case a := <-c.ch:
-			if a.err != c.want {
+			if !errors.Is(a.err, c.want) {
 				t.Errorf("%s: %v, want %v", c.name, a.err, c.want)
 			}
 		default:

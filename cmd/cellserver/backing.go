@@ -29,7 +29,7 @@ type backing struct {
 // required or ctx is done; otherwise the writer has logged it and retries,
 // and the server serves from memory meanwhile.
 func openBacking(ctx context.Context, cfg config, eng *engine.Engine, log *slog.Logger) (*backing, error) {
-	if cfg.backingRedis == "" {
+	if cfg.backingRedis == "" || cfg.shared() {
 		return nil, nil
 	}
 	store, err := persist.Dial(cfg.backingRedis, cfg.backingPrefix)

@@ -99,10 +99,21 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, ready chan<- net.A
 	}
 	eng := engine.New(engine.Options{
 		Shards:       cfg.shards,
-		TrackChanges: cfg.backingRedis != "",
+		TrackChanges: cfg.backingRedis != "" && !cfg.shared(),
 		MaxMemory:    cfg.maxmemory,
 	})
 	defer eng.Close()
+	// In shared mode every decision is made in the store, and eng decides
+	// only while the store cannot be reached.
+	var sh *shared
+	if cfg.shared() {
+		if sh, err = openShared(ctx, cfg, eng, log); err != nil {
+			ln.Close()
+			log.Error("cannot start in shared mode", "err", err)
+			return exitError
+		}
+		defer sh.close()
+	}
 	// The backing store is opened once the server exists, so that /readyz
 	// can answer while it loads; its figures are read through this pointer.
 	var loadedBacking atomic.Pointer[backing]
@@ -118,9 +129,15 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, ready chan<- net.A
 			if b := loadedBacking.Load(); b != nil {
 				return b.info()
 			}
+			if sh != nil {
+				return sh.info()
+			}
 			return nil
 		},
+		Store:        sh.commandsStore(),
+		StoreTimeout: cfg.sharedTimeout,
 	})
+	defer cmds.Close() // after the server: no command runs against the store
 	srv := server.New(server.Config{
 		Addr:            ln.Addr().String(),
 		Handler:         cmds,
@@ -142,6 +159,9 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, ready chan<- net.A
 		Persistence: func() []metrics.Sample {
 			if b := loadedBacking.Load(); b != nil {
 				return b.samples()
+			}
+			if sh != nil {
+				return sh.samples()
 			}
 			return nil
 		},
