@@ -125,7 +125,10 @@ func (c *Commands) Dispatch(w Writer, cl *Client, args [][]byte) {
 		c.reject(w, cl, cmd, fmt.Sprintf(msgWrongArity, cmd.Name))
 		return
 	}
-	cl.LastCommand = cmd.Name
+	if cl.LastCommand != cmd.Name {
+		cl.LastCommand = cmd.Name
+		cl.changed(EffectInfo)
+	}
 	if cl.multi != nil && cmd.Flags&FlagNoMulti == 0 {
 		cl.multi.queued = append(cl.multi.queued, copyArgs(args))
 		w.WriteString("QUEUED")
@@ -195,6 +198,7 @@ func (c *Commands) reject(w Writer, cl *Client, cmd *Command, msg string) {
 	if cmd != nil && cmd.Name == "exec" {
 		// Redis answers a rejected EXEC by discarding the transaction.
 		cl.multi = nil
+		cl.changed(EffectInfo)
 		msg = msgExecAbortBecause + strings.TrimPrefix(msg, "ERR ")
 	}
 	w.WriteError(msg)

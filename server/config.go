@@ -31,34 +31,19 @@ const (
 // computes from a length header can overflow an int.
 const maxProtoBulkLen = math.MaxInt / 4
 
-// Handler runs commands. Dispatch is called on the connection's goroutine,
-// one command at a time per connection and concurrently across connections.
-// args and the bytes they point to are valid only until Dispatch returns.
-// A panic in Dispatch is recovered: it is logged, the client gets
-// commands.MsgInternal and the connection keeps serving.
+// Handler gives each connection its command state: the server calls
+// NewSession once per accepted connection (id is unique and increasing;
+// addr and laddr are the remote and local addresses; created is when it was
+// accepted, by Config.Now) and then runs the connection's requests through
+// the session's Dispatch, one at a time, in order, on the goroutine that
+// drives the connection: its own goroutine, or an event loop shared with
+// other connections, where a slow Dispatch holds every client of that loop
+// (a command waiting on something slow pauses instead: commands.Pauser). A
+// panic in Dispatch is recovered: it is logged, the client gets
+// commands.MsgInternal and the connection keeps serving. commands.Commands
+// is a Handler.
 type Handler interface {
-	// Dispatch runs the command args (args[0] is its name, as sent) for
-	// client c, writing the reply to w.
-	Dispatch(w commands.Writer, c *commands.Client, args [][]byte)
-}
-
-// Authenticator is implemented by a Handler whose clients may have to
-// authenticate (commands.Commands does). Until AuthRequired reports false
-// for a client, the server parses its requests under Redis's limits for
-// unauthenticated clients (at most 10 arguments, of at most 16 KiB each; a
-// bigger request is a protocol error that closes the connection) and one
-// request at a time, so that an AUTH takes effect before the next request
-// is parsed. AuthRequired is called on the client's goroutine.
-type Authenticator interface {
-	AuthRequired(c *commands.Client) bool
-}
-
-// HandlerFunc adapts an ordinary function to Handler.
-type HandlerFunc func(w commands.Writer, c *commands.Client, args [][]byte)
-
-// Dispatch calls f(w, c, args).
-func (f HandlerFunc) Dispatch(w commands.Writer, c *commands.Client, args [][]byte) {
-	f(w, c, args)
+	NewSession(id int64, addr, laddr string, created time.Time) commands.Session
 }
 
 // Config configures a Server. Every field but Handler has a zero value that
