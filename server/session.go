@@ -93,7 +93,6 @@ type session struct {
 	drv       driver
 	snap      commands.ClientInfo
 	completed bool // some paused reply has completed since run last looked
-	paused    int  // paused replies not yet written
 	closing   bool // Shutdown: end once nothing is left to run or send
 	waiting   bool // the driver waits for bytes with nothing pending: Shutdown may close at once
 	idleSince time.Time
