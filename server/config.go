@@ -22,8 +22,9 @@ const (
 	// DefaultTLSHandshakeTimeout bounds a TLS handshake when
 	// Config.TLSHandshakeTimeout is 0.
 	DefaultTLSHandshakeTimeout = 10 * time.Second
-	// DefaultEventLoops is how many event loops serve plain-TCP
-	// connections when Config.EventLoops is 0.
+	// DefaultEventLoops is how many event loops cellserver's command line
+	// (--event-loops) starts unless told otherwise. Config.EventLoops has
+	// no default: its zero value, like the flag's 0, means none.
 	DefaultEventLoops = 1
 )
 
@@ -105,10 +106,14 @@ type Config struct {
 	// EventLoops is how many event loops serve plain-TCP connections on
 	// Linux: each is a goroutine that waits on an epoll instance for its
 	// connections' sockets, runs the requests that arrive, and writes the
-	// replies, so that a request costs a read and a write, as in Redis. 0
-	// means DefaultEventLoops; a negative value turns the loops off, and
+	// replies, so that a request costs a read and a write, as in Redis. A
+	// loop runs its connections' commands one at a time: a slow command
+	// holds every client of its loop (a command waiting on something slow
+	// pauses instead, see commands.Pauser). 0 or less means no loops:
 	// every connection gets a goroutine of its own, as TLS connections
-	// always do and as every connection does on other systems.
+	// always do and as every connection does on other systems. 0 means
+	// what cellserver's --event-loops 0 means; the command line's default
+	// is DefaultEventLoops.
 	EventLoops int
 }
 
@@ -148,10 +153,8 @@ func (cfg Config) withDefaults() Config {
 // turned off, or where the system has none.
 func (s *Server) eventLoops() int {
 	switch {
-	case !haveEventLoops || s.cfg.TLS != nil || s.cfg.EventLoops < 0:
+	case !haveEventLoops || s.cfg.TLS != nil || s.cfg.EventLoops <= 0:
 		return 0
-	case s.cfg.EventLoops == 0:
-		return DefaultEventLoops
 	}
 	return s.cfg.EventLoops
 }

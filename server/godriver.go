@@ -9,7 +9,7 @@ import (
 
 // goDriver runs a session on a goroutine of its own, with blocking reads
 // and writes on its socket: TLS connections, systems without event loops,
-// and Config.EventLoops < 0.
+// and Config.EventLoops 0 or less.
 type goDriver struct {
 	s     *session
 	nc    net.Conn      // with TLS, the *tls.Conn: the bytes here are decrypted
