@@ -6,10 +6,11 @@ import (
 	"github.com/cellserver/cellserver/engine"
 )
 
-// Client is the state of one connection that commands read and change. The
-// server creates one per connection and owns it; it is used by one goroutine
-// at a time (the connection's), except for the fields read under Host's
-// snapshot.
+// Client is the state of one connection that commands read and change.
+// Commands.NewSession makes one per connection, behind the Session the
+// server holds; it is used by one goroutine at a time (the one driving the
+// connection). Other connections see it only as the ClientInfo copies the
+// server publishes.
 type Client struct {
 	// ID is the connection's unique, increasing id (CLIENT ID).
 	ID int64

@@ -45,7 +45,7 @@ type Options struct {
 }
 
 // Commands is the command table with its dispatcher and per-command counters.
-// It is safe for concurrent use; each Client is used by one goroutine.
+// It is safe for concurrent use; each Client is used by one goroutine at a time.
 type Commands struct {
 	opts    Options
 	table   *table

@@ -8,8 +8,8 @@ import (
 	"github.com/tidwall/redcon"
 )
 
-// serveConn registers a new connection and hands it to an event loop or
-// starts its goroutine, or refuses it while shutting down, at MaxClients
+// serveConn registers a new connection's session and hands it to an event
+// loop or starts a goroutine driving it, or refuses it while shutting down, at MaxClients
 // or in protected mode.
 func (s *Server) serveConn(nc net.Conn, loops *loopGroup) {
 	d := newGoDriver(nc)

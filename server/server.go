@@ -163,8 +163,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 }
 
 // Close stops the server at once: it stops accepting and closes every
-// connection, dropping replies not yet sent and paused commands. It returns once every
-// connection's goroutine has finished, which waits for handlers that are
+// connection, dropping replies not yet sent and paused commands (their
+// completions, when they come, are dropped too). It returns once every
+// connection's driver has let go of it, which waits for handlers that are
 // running. Serve returns ErrServerClosed.
 func (s *Server) Close() error {
 	ln, conns, loops := s.beginShutdown()
