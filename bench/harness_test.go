@@ -48,7 +48,8 @@ func startTestCellserver(tb testing.TB) string {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	eng := engine.New(engine.Options{})
 	cmds := commands.New(commands.Options{Engine: eng, Logger: log, SlowlogLogSlowerThan: 10000, SlowlogMaxLen: 128})
-	srv := server.New(server.Config{Addr: ln.Addr().String(), Handler: cmds, Logger: log})
+	srv := server.New(server.Config{Addr: ln.Addr().String(), Handler: cmds, Logger: log,
+		EventLoops: server.DefaultEventLoops}) // as cellserver serves by default
 	cmds.SetHost(srv)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

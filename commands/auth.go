@@ -237,6 +237,7 @@ func (c *Commands) login(cl *Client, name, password []byte) bool {
 		return false
 	}
 	cl.User, cl.Authenticated = string(name), true
+	cl.changed(EffectAuth | EffectInfo)
 	return true
 }
 

@@ -10,7 +10,7 @@ import (
 func TestBatchChainsCommandTimes(t *testing.T) {
 	h := newHarness(t)
 	cl := h.client
-	cl.StartBatch()
+	cl.StartBatch(time.Now())
 	start := cl.mark
 	h.do("PING")
 	if !cl.LastActive.Equal(start) {

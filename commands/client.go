@@ -6,10 +6,11 @@ import (
 	"github.com/cellserver/cellserver/engine"
 )
 
-// Client is the state of one connection that commands read and change. The
-// server creates one per connection and owns it; it is used by one goroutine
-// at a time (the connection's), except for the fields read under Host's
-// snapshot.
+// Client is the state of one connection that commands read and change.
+// Commands.NewSession makes one per connection, behind the Session the
+// server holds; it is used by one goroutine at a time (the one driving the
+// connection). Other connections see it only as the ClientInfo copies the
+// server publishes.
 type Client struct {
 	// ID is the connection's unique, increasing id (CLIENT ID).
 	ID int64
@@ -57,11 +58,26 @@ type Client struct {
 	// rules is THROTTLE.ALL's buffer of parsed rules, kept between calls so
 	// that parsing allocates nothing; empty when not in use.
 	rules []engine.Rule
+	// effects are what the running command changed that the server must
+	// act on; Session.Dispatch clears and returns them.
+	effects Effect
 }
+
+// changed records that the running command had effect e.
+func (cl *Client) changed(e Effect) { cl.effects |= e }
 
 // NewClient returns the state of a connection that has just been accepted.
 func NewClient(id int64, addr, localAddr string, now time.Time) *Client {
 	return &Client{ID: id, Addr: addr, LocalAddr: localAddr, Created: now, LastActive: now, Proto: 2, User: defaultUser}
+}
+
+// Info returns a copy of the client's state for CLIENT LIST and INFO.
+func (c *Client) Info() ClientInfo {
+	return ClientInfo{
+		ID: c.ID, Addr: c.Addr, LocalAddr: c.LocalAddr, Name: c.Name, LibName: c.LibName, LibVer: c.LibVer,
+		User: c.userName(), Proto: c.Proto, LastCommand: c.LastCommand, Created: c.Created,
+		LastActive: c.LastActive, InMulti: c.multi != nil, Authenticated: c.Authenticated,
+	}
 }
 
 // InMulti reports whether the client is queueing commands after MULTI.
@@ -79,6 +95,7 @@ type multiState struct {
 func (c *Client) reset() {
 	c.Name, c.Proto, c.multi = "", 2, nil
 	c.User, c.Authenticated = defaultUser, false
+	c.changed(EffectProto | EffectAuth | EffectInfo)
 }
 
 // userName is the client's user for CLIENT LIST.
@@ -104,11 +121,12 @@ func (cl *Client) keepRules(rules []engine.Rule) {
 }
 
 // StartBatch tells the client that the server is about to run the commands
-// of one read from the connection, one after the other: from then on each
-// command starts when the one before it ended, and timing a command costs
-// one clock reading instead of two. The server calls it after each read.
-func (cl *Client) StartBatch() {
-	cl.batch, cl.mark = true, time.Now()
+// of one read from the connection, one after the other, the first at now:
+// from then on each command starts when the one before it ended, and timing
+// a command costs one clock reading instead of two. The server calls it
+// after each read.
+func (cl *Client) StartBatch(now time.Time) {
+	cl.batch, cl.mark = true, now
 }
 
 // commandStart returns when the next command starts.

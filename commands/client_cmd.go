@@ -45,6 +45,7 @@ func clientSetName(ctx *Context, w Writer, args [][]byte) {
 
 	// >> Operation
 	ctx.Client.Name = string(name)
+	ctx.Client.changed(EffectInfo)
 
 	// >> Response
 	w.WriteString("OK")
@@ -80,6 +81,7 @@ func clientSetInfo(ctx *Context, w Writer, args [][]byte) {
 
 	// >> Operation
 	*dst = string(value)
+	ctx.Client.changed(EffectInfo)
 
 	// >> Response
 	w.WriteString("OK")

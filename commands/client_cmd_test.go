@@ -119,9 +119,9 @@ func TestClientList(t *testing.T) {
 	other.LastActive = start.Add(2 * time.Second)
 	queued := NewClient(3, "10.0.0.3:4000", "127.0.0.1:6379", start)
 	queued.multi = &multiState{queued: [][][]byte{{[]byte("ping")}}}
-	stale := *h.client // the host's snapshot of the caller is older than the caller
+	stale := h.client.Info() // the host's snapshot of the caller is older than the caller
 	stale.Name = "old"
-	h.withOpts(Options{Host: &stubHost{clients: []ClientInfo{{*other}, {stale}, {*queued}}}})
+	h.withOpts(Options{Host: &stubHost{clients: []ClientInfo{other.Info(), stale, queued.Info()}}})
 	h.do("CLIENT", "SETNAME", "me")
 	h.clock.Advance(10 * time.Second)
 
@@ -160,7 +160,7 @@ func TestClientLineShowsOwnQueue(t *testing.T) {
 	h := newHarness(t)
 	h.client.multi = &multiState{queued: [][][]byte{{[]byte("ping")}, {[]byte("ping")}}}
 	var b strings.Builder
-	appendClientLine(&b, h.client, true, h.clock.Now())
+	appendClientLine(&b, h.client.Info(), h.client, h.clock.Now())
 	if !strings.Contains(b.String(), " flags=x db=0 sub=0 psub=0 ssub=0 multi=2 ") {
 		t.Fatalf("line = %q", b.String())
 	}

@@ -12,7 +12,7 @@ import (
 // clientInfo is CLIENT INFO: the caller's line of CLIENT LIST.
 func clientInfo(ctx *Context, w Writer, args [][]byte) {
 	var b strings.Builder
-	appendClientLine(&b, ctx.Client, true, ctx.Engine().Now())
+	appendClientLine(&b, ctx.Client.Info(), ctx.Client, ctx.Engine().Now())
 	w.WriteVerbatim(b.String())
 }
 
@@ -47,11 +47,11 @@ func clientList(ctx *Context, w Writer, args [][]byte) {
 
 	// >> Operation
 	clients := connectedClients(ctx)
-	var list []*Client
+	var list []ClientInfo
 	switch {
 	case ids != nil:
 		for _, id := range ids {
-			if i, ok := slices.BinarySearchFunc(clients, id, func(c *Client, id int64) int {
+			if i, ok := slices.BinarySearchFunc(clients, id, func(c ClientInfo, id int64) int {
 				return cmp.Compare(c.ID, id)
 			}); ok {
 				list = append(list, clients[i])
@@ -65,7 +65,11 @@ func clientList(ctx *Context, w Writer, args [][]byte) {
 	now := ctx.Engine().Now()
 	var b strings.Builder
 	for _, c := range list {
-		appendClientLine(&b, c, c == ctx.Client, now)
+		var self *Client
+		if c.ID == ctx.Client.ID {
+			self = ctx.Client
+		}
+		appendClientLine(&b, c, self, now)
 	}
 	w.WriteVerbatim(b.String())
 }
@@ -73,46 +77,48 @@ func clientList(ctx *Context, w Writer, args [][]byte) {
 // connectedClients returns the host's clients sorted by id, with the
 // caller's live state in place of its snapshot (and added if the host's
 // snapshot lacks it).
-func connectedClients(ctx *Context) []*Client {
+func connectedClients(ctx *Context) []ClientInfo {
 	infos := ctx.cmds.opts.Host.Clients()
-	clients := make([]*Client, 0, len(infos)+1)
-	self := false
-	for i := range infos {
-		if infos[i].ID == ctx.Client.ID {
-			self = true
-			clients = append(clients, ctx.Client)
-			continue
+	clients := append(make([]ClientInfo, 0, len(infos)+1), infos...) // the host's slice is not ours to change
+	self := ctx.Client.Info()
+	found := false
+	for i := range clients {
+		if clients[i].ID == self.ID {
+			clients[i], found = self, true
 		}
-		clients = append(clients, &infos[i].Client)
 	}
-	if !self {
-		clients = append(clients, ctx.Client)
+	if !found {
+		clients = append(clients, self)
 	}
-	slices.SortFunc(clients, func(a, b *Client) int { return cmp.Compare(a.ID, b.ID) })
+	slices.SortFunc(clients, func(a, b ClientInfo) int { return cmp.Compare(a.ID, b.ID) })
 	return clients
 }
 
 // appendClientLine appends c's CLIENT LIST line, newline included, in
-// Redis 7's field order (with 7.2's lib-name and lib-ver). self is set for
-// the calling client, whose MULTI queue may be read; another client's
-// queue belongs to its goroutine, so only whether it is in MULTI is shown.
-// Buffers and memory are not tracked per client and read 0; there is no
-// file descriptor to show, so fd is -1.
-func appendClientLine(b *strings.Builder, c *Client, self bool, now time.Time) {
+// Redis 7's field order (with 7.2's lib-name and lib-ver). self is the
+// calling client's live state, whose MULTI queue may be read; another
+// client's queue belongs to its connection, so only whether it is in MULTI
+// is shown. Buffers and memory are not tracked per client and read 0;
+// there is no file descriptor to show, so fd is -1.
+func appendClientLine(b *strings.Builder, c ClientInfo, self *Client, now time.Time) {
 	flags, multi := "N", -1
-	if c.InMulti() {
+	if c.InMulti {
 		flags, multi = "x", 0
-		if self {
-			multi = len(c.multi.queued)
+		if self != nil && self.multi != nil {
+			multi = len(self.multi.queued)
 		}
 	}
 	idle := int64(now.Sub(c.LastActive) / time.Second)
-	if self {
+	if self != nil {
 		idle = 0 // it is running a command now
 	}
 	cmd := c.LastCommand
 	if cmd == "" {
 		cmd = "NULL"
+	}
+	user := c.User
+	if user == "" {
+		user = defaultUser
 	}
 	b.WriteString("id=")
 	b.WriteString(strconv.FormatInt(c.ID, 10))
@@ -121,6 +127,6 @@ func appendClientLine(b *strings.Builder, c *Client, self bool, now time.Time) {
 	b.WriteString(" idle=" + strconv.FormatInt(max(idle, 0), 10))
 	b.WriteString(" flags=" + flags + " db=0 sub=0 psub=0 ssub=0 multi=" + strconv.Itoa(multi))
 	b.WriteString(" qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0")
-	b.WriteString(" events=r cmd=" + cmd + " user=" + c.userName() + " redir=-1 resp=" + strconv.Itoa(c.Proto))
+	b.WriteString(" events=r cmd=" + cmd + " user=" + user + " redir=-1 resp=" + strconv.Itoa(c.Proto))
 	b.WriteString(" lib-name=" + c.LibName + " lib-ver=" + c.LibVer + "\n")
 }

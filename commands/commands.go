@@ -53,7 +53,7 @@ type Options struct {
 const defaultStoreTimeout = 250 * time.Millisecond
 
 // Commands is the command table with its dispatcher and per-command counters.
-// It is safe for concurrent use; each Client is used by one goroutine.
+// It is safe for concurrent use; each Client is used by one goroutine at a time.
 type Commands struct {
 	opts    Options
 	table   *table
@@ -148,7 +148,10 @@ func (c *Commands) Dispatch(w Writer, cl *Client, args [][]byte) {
 		c.reject(w, cl, cmd, fmt.Sprintf(msgWrongArity, cmd.Name))
 		return
 	}
-	cl.LastCommand = cmd.Name
+	if cl.LastCommand != cmd.Name {
+		cl.LastCommand = cmd.Name
+		cl.changed(EffectInfo)
+	}
 	if cl.multi != nil && cmd.Flags&FlagNoMulti == 0 {
 		cl.multi.queued = append(cl.multi.queued, copyArgs(args))
 		w.WriteString("QUEUED")
@@ -222,6 +225,7 @@ func (c *Commands) reject(w Writer, cl *Client, cmd *Command, msg string) {
 	if cmd != nil && cmd.Name == "exec" {
 		// Redis answers a rejected EXEC by discarding the transaction.
 		cl.multi = nil
+		cl.changed(EffectInfo)
 		msg = msgExecAbortBecause + strings.TrimPrefix(msg, "ERR ")
 	}
 	w.WriteError(msg)

@@ -51,6 +51,7 @@ func echo(ctx *Context, w Writer, args [][]byte) {
 // reply is flushed.
 func quit(ctx *Context, w Writer, args [][]byte) {
 	ctx.Client.Close = true
+	ctx.Client.changed(EffectQuit)
 	w.WriteString("OK")
 }
 
@@ -58,6 +59,7 @@ func quit(ctx *Context, w Writer, args [][]byte) {
 // is already in RESP2, as in Redis.
 func reset(ctx *Context, w Writer, args [][]byte) {
 	ctx.Client.reset()
+	switchProto(w, ctx.Client.Proto)
 	w.WriteString("RESET")
 }
 

@@ -52,6 +52,7 @@ func hello(ctx *Context, w Writer, args [][]byte) {
 				return
 			}
 			cl.Name = string(args[i+1])
+			cl.changed(EffectInfo)
 			i++
 		default:
 			w.WriteError(fmt.Sprintf(msgHelloOption, oneLine(string(opt))))
@@ -64,6 +65,8 @@ func hello(ctx *Context, w Writer, args [][]byte) {
 	}
 	if proto != 0 {
 		cl.Proto = proto
+		cl.changed(EffectProto | EffectInfo)
+		switchProto(w, proto)
 	}
 
 	// >> Response

@@ -1,5 +1,7 @@
 package commands
 
+import "time"
+
 // Host is what commands need to know about the server that runs them: its
 // connections and counters. The server implements it.
 type Host interface {
@@ -9,9 +11,20 @@ type Host interface {
 	Stats() HostStats
 }
 
-// ClientInfo is a copy of one client's state, safe to read on any goroutine.
+// ClientInfo is a copy of one client's state, the fields CLIENT LIST and
+// INFO show; it holds values only, so it is safe to read on any goroutine.
 type ClientInfo struct {
-	Client
+	ID              int64
+	Addr, LocalAddr string
+	Name            string
+	LibName, LibVer string
+	User            string // "default" unless authenticated as another user
+	Proto           int
+	LastCommand     string // "" before the first command
+	Created         time.Time
+	LastActive      time.Time
+	InMulti         bool // queueing commands after MULTI
+	Authenticated   bool
 }
 
 // HostStats are the server counters that INFO reports.

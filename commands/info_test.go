@@ -189,7 +189,7 @@ func TestBytesToHuman(t *testing.T) {
 // RESETSTAT from several clients at once; run with -race.
 func TestIntrospectionConcurrent(t *testing.T) {
 	h := newHarness(t)
-	snapshot := []ClientInfo{{*NewClient(9, "10.0.0.9:1", "127.0.0.1:6379", h.clock.Now())}}
+	snapshot := []ClientInfo{NewClient(9, "10.0.0.9:1", "127.0.0.1:6379", h.clock.Now()).Info()}
 	h.withOpts(Options{Host: &stubHost{clients: snapshot}})
 	var wg sync.WaitGroup
 	for i := range 4 {

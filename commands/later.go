@@ -16,27 +16,13 @@ const msgStoreFailed = "ERR the shared store failed: %s"
 // at once and the reply goes out in order when finish is called; otherwise
 // (a test's writer) it waits here for finish and writes the reply to w.
 func await(w Writer, start func(finish func(write func(Writer)))) {
-	if p, ok := pauserOf(w); ok {
+	if p := AsPauser(w); p != nil {
 		start(p.Pause())
 		return
 	}
 	ch := make(chan func(Writer), 1)
 	start(func(write func(Writer)) { ch <- write })
 	(<-ch)(w)
-}
-
-// pauserOf finds the connection's Pauser under the writers that wrap it.
-func pauserOf(w Writer) (Pauser, bool) {
-	for {
-		switch v := w.(type) {
-		case Pauser:
-			return v, true
-		case *errorCounter:
-			w = v.Writer
-		default:
-			return nil, false
-		}
-	}
 }
 
 // offload runs fn on a goroutine of its own, against the store, within

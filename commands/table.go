@@ -32,6 +32,12 @@ const (
 	// FlagAllKeys marks a command that reads or changes the whole keyspace;
 	// inside EXEC it locks every shard.
 	FlagAllKeys
+	// FlagOverlap marks a command that may run while an earlier command of
+	// the same connection is paused (Pauser): it changes no connection
+	// state that the paused command could depend on, and its reply waits
+	// in line behind the paused one. Without it, a connection runs nothing
+	// more until its paused commands have completed.
+	FlagOverlap
 )
 
 // flagNames lists the flags in the order COMMAND INFO prints them.

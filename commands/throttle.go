@@ -5,7 +5,7 @@ import "github.com/cellserver/cellserver/engine"
 // throttleCommands are the rate-limit commands.
 func throttleCommands() []*Command {
 	return []*Command{{
-		Name: "cl.throttle", Arity: -1, Flags: FlagWrite | FlagModule,
+		Name: "cl.throttle", Arity: -1, Flags: FlagWrite | FlagModule | FlagOverlap,
 		FirstKey: 1, LastKey: 1, KeyStep: 1, KeySpecFlags: []string{"RW", "access", "update"},
 		Group: "module", Module: "redis-cell",
 		Run: clThrottle,

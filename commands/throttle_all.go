@@ -13,7 +13,7 @@ import (
 func throttleAllCommand() *Command {
 	return &Command{
 		// Arity: the name and at least one SW, SWC or FW rule of 4 tokens.
-		Name: "throttle.all", Arity: -5, Flags: FlagWrite,
+		Name: "throttle.all", Arity: -5, Flags: FlagWrite | FlagOverlap,
 		Keys: throttleAllKeys, KeySpecFlags: []string{"RW", "access", "update"},
 		Group: rateLimitGroup, Since: "0.1.0",
 		Summary: "Admits a request only if every rule admits it, and then records it under every rule; otherwise records nothing.",

@@ -20,6 +20,7 @@ func multi(ctx *Context, w Writer, args [][]byte) {
 		return
 	}
 	ctx.Client.multi = &multiState{}
+	ctx.Client.changed(EffectInfo)
 	w.WriteString("OK")
 }
 
@@ -29,6 +30,7 @@ func discard(ctx *Context, w Writer, args [][]byte) {
 		return
 	}
 	ctx.Client.multi = nil
+	ctx.Client.changed(EffectInfo)
 	w.WriteString("OK")
 }
 
@@ -40,6 +42,7 @@ func (c *Commands) exec(ctx *Context, w Writer, args [][]byte) {
 		return
 	}
 	ctx.Client.multi = nil
+	ctx.Client.changed(EffectInfo)
 	if m.failed {
 		w.WriteError(msgExecAbort)
 		return

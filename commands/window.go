@@ -11,7 +11,7 @@ import (
 func windowCommands() []*Command {
 	row := func(name string, f engine.Family, fast Flag, summary string) *Command {
 		return &Command{
-			Name: name, Arity: -4, Flags: FlagWrite | fast,
+			Name: name, Arity: -4, Flags: FlagWrite | FlagOverlap | fast,
 			FirstKey: 1, LastKey: 1, KeyStep: 1, KeySpecFlags: []string{"RW", "access", "update"},
 			Group: rateLimitGroup, Since: "0.1.0", Summary: summary,
 			Run: windowThrottle(f, name),

@@ -32,7 +32,10 @@ type Writer interface {
 }
 
 // Pauser is implemented by a Writer whose connection can let the running
-// command finish later.
+// command finish later: a command waiting on something slow (a round trip
+// to a store) pauses instead of holding its connection's driver, which
+// meanwhile serves other connections. Use AsPauser to find it behind the
+// Writer a handler is given.
 type Pauser interface {
 	// Pause reserves the running command's place among the connection's
 	// replies and returns the function that completes it; the command then
@@ -42,4 +45,42 @@ type Pauser interface {
 	// positioned at the reserved place, in the RESP version the client
 	// spoke when Pause was called.
 	Pause() (complete func(write func(Writer)))
+}
+
+// AsPauser returns the Pauser behind w, the Writer a handler was given, or
+// nil when its connection cannot pause.
+func AsPauser(w Writer) Pauser {
+	for {
+		switch v := w.(type) {
+		case Pauser:
+			return v
+		case *errorCounter:
+			w = v.Writer
+		default:
+			return nil
+		}
+	}
+}
+
+// ProtoSwitcher is implemented by a Writer that writes in the RESP version
+// its client speaks: HELLO and RESET call SwitchProto before their reply,
+// so that the reply is in the version they switch to, as in Redis.
+type ProtoSwitcher interface {
+	SwitchProto(proto int)
+}
+
+// switchProto tells w, if it follows the client's RESP version, that the
+// client now speaks proto.
+func switchProto(w Writer, proto int) {
+	for {
+		switch v := w.(type) {
+		case ProtoSwitcher:
+			v.SwitchProto(proto)
+			return
+		case *errorCounter:
+			w = v.Writer
+		default:
+			return
+		}
+	}
 }

@@ -66,7 +66,8 @@ func startServer(t *testing.T) *testServer {
 // server ran on).
 func serve(t *testing.T, ln net.Listener, cmds *commands.Commands, logger *slog.Logger, closing func(context.Context)) {
 	t.Helper()
-	srv := server.New(server.Config{Addr: ln.Addr().String(), Handler: cmds, Logger: logger, MaxClients: 10000})
+	srv := server.New(server.Config{Addr: ln.Addr().String(), Handler: cmds, Logger: logger, MaxClients: 10000,
+		EventLoops: server.DefaultEventLoops}) // as cellserver serves by default
 	cmds.SetHost(srv)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

@@ -5,23 +5,24 @@ import (
 	"log/slog"
 	"net"
 
-	"github.com/cellserver/cellserver/commands"
 	"github.com/tidwall/redcon"
 )
 
-// serveConn registers a new connection and hands it to an event loop or
-// starts its goroutine, or refuses it while shutting down, at MaxClients
+// serveConn registers a new connection's session and hands it to an event
+// loop or starts a goroutine driving it, or refuses it while shutting down, at MaxClients
 // or in protected mode.
 func (s *Server) serveConn(nc net.Conn, loops *loopGroup) {
-	if c := s.accept(nc); c != nil && !loops.take(c) {
-		go c.serve()
+	d := newGoDriver(nc)
+	if c := s.accept(nc, d); c != nil && !loops.take(nc, c) {
+		d.s = c
+		go d.serve()
 	}
 }
 
 // accept registers the new connection, or refuses it: while shutting down
 // it is closed, at MaxClients or in protected mode the client is told why
 // first.
-func (s *Server) accept(nc net.Conn) *conn {
+func (s *Server) accept(nc net.Conn, drv driver) *session {
 	now := s.cfg.Now()
 	addr := nc.RemoteAddr().String()
 	s.mu.Lock()
@@ -43,19 +44,14 @@ func (s *Server) accept(nc net.Conn) *conn {
 		return nil
 	}
 	id := s.nextID.Add(1)
-	client := commands.NewClient(id, addr, nc.LocalAddr().String(), now)
-	c := &conn{srv: s, nc: nc, client: client, rd: newRequestReader(s.lim), idleTimeout: s.cfg.IdleTimeout}
-	if auth, ok := s.cfg.Handler.(Authenticator); ok {
-		c.authRequired = func() bool { return auth.AuthRequired(client) }
-	}
-	c.w = replyWriter{dst: nc, client: client}
-	c.snap = commands.ClientInfo{Client: *client}
+	cs := s.cfg.Handler.NewSession(id, addr, nc.LocalAddr().String(), now)
+	c := newSession(s, id, addr, cs, drv, now)
 	s.conns[c] = struct{}{}
 	s.total++
 	s.mu.Unlock()
 
 	if s.log.Enabled(context.Background(), slog.LevelDebug) {
-		s.log.Debug("server: connection accepted", "id", id, "addr", client.Addr)
+		s.log.Debug("server: connection accepted", "id", id, "addr", addr)
 	}
 	return c
 }
@@ -71,16 +67,16 @@ func (s *Server) refuse(nc net.Conn, msg, why string) {
 }
 
 // closed unregisters a connection that has ended.
-func (s *Server) closed(c *conn, err error) {
+func (s *Server) closed(c *session, err error) {
 	s.mu.Lock()
 	delete(s.conns, c)
 	s.checkDrainedLocked()
 	s.mu.Unlock()
 	if s.log.Enabled(context.Background(), slog.LevelDebug) {
 		if err != nil {
-			s.log.Debug("server: connection closed", "id", c.client.ID, "addr", c.client.Addr, "err", err)
+			s.log.Debug("server: connection closed", "id", c.id, "addr", c.addr, "err", err)
 		} else {
-			s.log.Debug("server: connection closed", "id", c.client.ID, "addr", c.client.Addr)
+			s.log.Debug("server: connection closed", "id", c.id, "addr", c.addr)
 		}
 	}
 }

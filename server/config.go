@@ -22,8 +22,9 @@ const (
 	// DefaultTLSHandshakeTimeout bounds a TLS handshake when
 	// Config.TLSHandshakeTimeout is 0.
 	DefaultTLSHandshakeTimeout = 10 * time.Second
-	// DefaultEventLoops is how many event loops serve plain-TCP
-	// connections when Config.EventLoops is 0.
+	// DefaultEventLoops is how many event loops cellserver's command line
+	// (--event-loops) starts unless told otherwise. Config.EventLoops has
+	// no default: its zero value, like the flag's 0, means none.
 	DefaultEventLoops = 1
 )
 
@@ -31,34 +32,19 @@ const (
 // computes from a length header can overflow an int.
 const maxProtoBulkLen = math.MaxInt / 4
 
-// Handler runs commands. Dispatch is called on the connection's goroutine,
-// one command at a time per connection and concurrently across connections.
-// args and the bytes they point to are valid only until Dispatch returns.
-// A panic in Dispatch is recovered: it is logged, the client gets
-// commands.MsgInternal and the connection keeps serving.
+// Handler gives each connection its command state: the server calls
+// NewSession once per accepted connection (id is unique and increasing;
+// addr and laddr are the remote and local addresses; created is when it was
+// accepted, by Config.Now) and then runs the connection's requests through
+// the session's Dispatch, one at a time, in order, on the goroutine that
+// drives the connection: its own goroutine, or an event loop shared with
+// other connections, where a slow Dispatch holds every client of that loop
+// (a command waiting on something slow pauses instead: commands.Pauser). A
+// panic in Dispatch is recovered: it is logged, the client gets
+// commands.MsgInternal and the connection keeps serving. commands.Commands
+// is a Handler.
 type Handler interface {
-	// Dispatch runs the command args (args[0] is its name, as sent) for
-	// client c, writing the reply to w.
-	Dispatch(w commands.Writer, c *commands.Client, args [][]byte)
-}
-
-// Authenticator is implemented by a Handler whose clients may have to
-// authenticate (commands.Commands does). Until AuthRequired reports false
-// for a client, the server parses its requests under Redis's limits for
-// unauthenticated clients (at most 10 arguments, of at most 16 KiB each; a
-// bigger request is a protocol error that closes the connection) and one
-// request at a time, so that an AUTH takes effect before the next request
-// is parsed. AuthRequired is called on the client's goroutine.
-type Authenticator interface {
-	AuthRequired(c *commands.Client) bool
-}
-
-// HandlerFunc adapts an ordinary function to Handler.
-type HandlerFunc func(w commands.Writer, c *commands.Client, args [][]byte)
-
-// Dispatch calls f(w, c, args).
-func (f HandlerFunc) Dispatch(w commands.Writer, c *commands.Client, args [][]byte) {
-	f(w, c, args)
+	NewSession(id int64, addr, laddr string, created time.Time) commands.Session
 }
 
 // Config configures a Server. Every field but Handler has a zero value that
@@ -120,10 +106,14 @@ type Config struct {
 	// EventLoops is how many event loops serve plain-TCP connections on
 	// Linux: each is a goroutine that waits on an epoll instance for its
 	// connections' sockets, runs the requests that arrive, and writes the
-	// replies, so that a request costs a read and a write, as in Redis. 0
-	// means DefaultEventLoops; a negative value turns the loops off, and
+	// replies, so that a request costs a read and a write, as in Redis. A
+	// loop runs its connections' commands one at a time: a slow command
+	// holds every client of its loop (a command waiting on something slow
+	// pauses instead, see commands.Pauser). 0 or less means no loops:
 	// every connection gets a goroutine of its own, as TLS connections
-	// always do and as every connection does on other systems.
+	// always do and as every connection does on other systems. 0 means
+	// what cellserver's --event-loops 0 means; the command line's default
+	// is DefaultEventLoops.
 	EventLoops int
 }
 
@@ -163,10 +153,8 @@ func (cfg Config) withDefaults() Config {
 // turned off, or where the system has none.
 func (s *Server) eventLoops() int {
 	switch {
-	case !haveEventLoops || s.cfg.TLS != nil || s.cfg.EventLoops < 0:
+	case !haveEventLoops || s.cfg.TLS != nil || s.cfg.EventLoops <= 0:
 		return 0
-	case s.cfg.EventLoops == 0:
-		return DefaultEventLoops
 	}
 	return s.cfg.EventLoops
 }

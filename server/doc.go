@@ -2,7 +2,15 @@
 // connections (refusing them past MaxClients, and remote ones in protected
 // mode), parses requests in place under Redis's protocol limits (tighter
 // ones for a client that has yet to authenticate), closes idle clients,
-// runs every command through a Handler with its panics recovered, writes
-// replies in RESP2 or RESP3, flushed once per batch of pipelined requests,
-// and shuts down gracefully. It knows nothing about rate limits.
+// runs every command through the Handler's per-connection commands.Session
+// with its panics recovered, writes replies in RESP2 or RESP3, sent once
+// per batch of pipelined requests, lets a command pause and finish later
+// with its reply still in order, and shuts down gracefully. It knows
+// nothing about rate limits.
+//
+// Each connection is a session (session.go): a state machine with no
+// system calls that takes bytes in, runs requests and gives bytes out. A
+// driver moves its bytes and keeps its time: an epoll event loop on Linux
+// (evloop_linux.go, loopconn_linux.go) or a goroutine per connection
+// (godriver.go) for TLS, other systems, and Config.EventLoops 0.
 package server

@@ -4,8 +4,8 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"syscall"
 	"time"
@@ -41,28 +41,17 @@ type evloop struct {
 
 	write func(fd int, p []byte) (int, error) // write(2) or Server.writeSocket
 
-	mu       sync.Mutex // guards the fields below, and writes to wakeW
-	pending  []*conn    // handed over, not yet in the epoll set
+	mu       sync.Mutex  // guards the fields below, and writes to wakeW
+	pending  []*loopConn // handed over, not yet in the epoll set
+	woken    []*loopConn // a paused command of theirs completed, or they closed
 	stopping bool
 	fdsShut  bool // epfd and the pipe are closed: wakeW's number may be reused
 
 	// The loop's goroutine only.
-	conns  []*conn // by descriptor
-	count  int     // connections in conns
+	conns  []*loopConn // by descriptor
+	count  int         // connections in conns
 	events [maxEvents]syscall.EpollEvent
 }
-
-// loopState is a connection's state on its loop.
-type loopState struct {
-	fd       int
-	sent     int    // how much of the reply buffer the socket has taken
-	interest uint32 // EPOLLIN or EPOLLOUT
-	paused   bool   // the batch stopped at maxBatchReply: go on once sent
-	end      error  // the connection ends once its replies are sent
-}
-
-// errWouldBlock reports that a socket cannot take more bytes now.
-var errWouldBlock = errors.New("server: socket would block")
 
 // newLoopGroup starts n event loops for s.
 func newLoopGroup(s *Server, n int) (*loopGroup, error) {
@@ -131,16 +120,16 @@ func (l *evloop) closeFDs() {
 	_ = syscall.Close(l.wakeW)
 }
 
-// take hands c, just accepted, to a loop. It returns false if c is to be
-// served by a goroutine instead: its socket is not a plain one, or it
-// cannot be duplicated, or the loops have stopped, or c was closed
-// meanwhile. The loop serves a duplicate of the socket's descriptor, and
-// c.nc is closed, so that Go's poller no longer watches it.
-func (g *loopGroup) take(c *conn) bool {
+// take hands the session s of nc, just accepted, to a loop. It returns
+// false if s is to be served by a goroutine instead: its socket is not a
+// plain one, or it cannot be duplicated, or the loops have stopped, or s
+// was closed meanwhile. The loop serves a duplicate of the socket's
+// descriptor, and nc is closed, so that Go's poller no longer watches it.
+func (g *loopGroup) take(nc net.Conn, s *session) bool {
 	if g == nil {
 		return false
 	}
-	sc, ok := c.nc.(syscall.Conn)
+	sc, ok := nc.(syscall.Conn)
 	if !ok {
 		return false
 	}
@@ -151,27 +140,20 @@ func (g *loopGroup) take(c *conn) bool {
 	l := g.loops[g.next%len(g.loops)]
 	g.next++
 
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return false
-	}
 	fd, err := dupFD(rc)
 	if err != nil {
 		return false
 	}
+	c := &loopConn{s: s, l: l, fd: fd, sock: fd, interest: syscall.EPOLLIN}
 	l.mu.Lock()
-	if l.stopping {
-		l.mu.Unlock()
+	defer l.mu.Unlock()
+	if l.stopping || !s.setDriver(c) {
 		_ = syscall.Close(fd)
 		return false
 	}
-	_ = c.nc.Close() // the duplicate keeps the socket open
-	c.lp, c.ls = l, loopState{fd: fd, interest: syscall.EPOLLIN}
-	c.idle, c.idleSince = true, time.Now()
+	_ = nc.Close() // the duplicate keeps the socket open
 	l.pending = append(l.pending, c)
 	l.wakeLocked()
-	l.mu.Unlock()
 	return true
 }
 
@@ -261,8 +243,8 @@ func (l *evloop) run() {
 	}
 }
 
-// adopt registers the connections handed over since the last call, and
-// reports whether the loop is stopping.
+// adopt registers the connections handed over since the last call, runs
+// those woken, and reports whether the loop is stopping.
 func (l *evloop) adopt() bool {
 	var b [64]byte
 	for {
@@ -271,19 +253,27 @@ func (l *evloop) adopt() bool {
 		}
 	}
 	l.mu.Lock()
-	pending, stopping := l.pending, l.stopping
-	l.pending = nil
+	pending, woken, stopping := l.pending, l.woken, l.stopping
+	l.pending, l.woken = nil, nil
 	l.mu.Unlock()
 	for _, c := range pending {
-		fd := c.ls.fd
+		fd := c.fd
 		for fd >= len(l.conns) {
-			l.conns = append(l.conns, make([]*conn, len(l.conns)+64)...)
+			l.conns = append(l.conns, make([]*loopConn, len(l.conns)+64)...)
 		}
 		l.conns[fd] = c
 		l.count++
 		ev := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(fd)}
 		if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, fd, &ev); err != nil {
-			l.end(c, fmt.Errorf("epoll_ctl: %w", err))
+			c.s.fail(fmt.Errorf("epoll_ctl: %w", err))
+			l.end(c)
+			continue
+		}
+		l.advance(c) // it waits for bytes from now on: idle, as far as Shutdown is concerned
+	}
+	for _, c := range woken {
+		if c.fd >= 0 { // not ended meanwhile
+			l.serveSafely(c)
 		}
 	}
 	return stopping
@@ -297,15 +287,16 @@ func (l *evloop) closeAll(err error) {
 	l.adopt()
 	for _, c := range l.conns {
 		if c != nil {
-			l.end(c, err)
+			c.s.fail(err)
+			l.end(c)
 		}
 	}
 }
 
-// closeIdle closes loop connections idle for Config.IdleTimeout, checking
+// closeIdle closes connections idle for Config.IdleTimeout, checking
 // several times per timeout, until the group stops. It runs off the
 // loops, so that it closes them even while a long command holds their
-// loop; a connection's goroutine gets the same from its read deadline.
+// loop; a connection on a goroutine gets the same from its read deadline.
 func (g *loopGroup) closeIdle(s *Server) {
 	timeout := s.cfg.IdleTimeout
 	t := time.NewTicker(min(max(timeout/10, 10*time.Millisecond), time.Second))
@@ -316,20 +307,8 @@ func (g *loopGroup) closeIdle(s *Server) {
 			return
 		case now := <-t.C:
 			for _, c := range s.connList() {
-				c.mu.Lock()
-				if c.lp != nil && c.idle && !c.closed && now.Sub(c.idleSince) >= timeout {
-					c.closeErr = errIdleTimeout
-					_ = c.closeLocked()
-				}
-				c.mu.Unlock()
+				c.expireIdle(now)
 			}
 		}
 	}
-}
-
-// shutdownSocket shuts the socket down in both directions: the peer sees
-// the connection end, and the loop, woken by the hang-up, closes the
-// descriptor. Unlike closing it, this is safe while the loop uses it.
-func (ls *loopState) shutdownSocket() error {
-	return syscall.Shutdown(ls.fd, syscall.SHUT_RDWR)
 }

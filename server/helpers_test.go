@@ -25,16 +25,34 @@ const testTimeout = 10 * time.Second
 // fakeHandler is the command set the tests run against.
 type fakeHandler struct {
 	host    commands.Host // set once the server exists
-	entered chan string   // SLOW signals it is running
-	release chan struct{} // SLOW waits for it
+	entered chan string   // SLOW and DEFER signal they are running
+	release chan struct{} // SLOW waits for it, and DEFER's completion
 }
 
 func newFakeHandler() *fakeHandler {
 	return &fakeHandler{entered: make(chan string, 16), release: make(chan struct{})}
 }
 
-// Dispatch implements Handler.
-func (h *fakeHandler) Dispatch(w commands.Writer, c *commands.Client, args [][]byte) {
+// NewSession implements Handler.
+func (h *fakeHandler) NewSession(id int64, addr, laddr string, created time.Time) commands.Session {
+	return &fakeSession{h: h, info: commands.ClientInfo{ID: id, Addr: addr, LocalAddr: laddr, Created: created, Proto: 2}}
+}
+
+// fakeSession is one connection's fakeHandler state.
+type fakeSession struct {
+	h    *fakeHandler
+	info commands.ClientInfo
+}
+
+func (c *fakeSession) StartBatch(time.Time)        {}
+func (c *fakeSession) Proto() int                  { return c.info.Proto }
+func (c *fakeSession) AuthRequired() bool          { return false }
+func (c *fakeSession) Info() commands.ClientInfo   { return c.info }
+func (c *fakeSession) Overlaps(args [][]byte) bool { return strings.EqualFold(string(args[0]), "ping") }
+
+// Dispatch implements commands.Session.
+func (c *fakeSession) Dispatch(w commands.Writer, args [][]byte) commands.Effect {
+	h := c.h
 	name := strings.ToLower(string(args[0]))
 	switch {
 	case name == "ping":
@@ -49,15 +67,25 @@ func (h *fakeHandler) Dispatch(w commands.Writer, c *commands.Client, args [][]b
 		h.entered <- name
 		<-h.release
 		w.WriteString("DONE")
+	case name == "defer": // pauses; another goroutine completes it once SLOWs are released
+		complete := commands.AsPauser(w).Pause()
+		h.entered <- name
+		go func() {
+			<-h.release
+			complete(func(w commands.Writer) { w.WriteString("LATE") })
+		}()
 	case name == "quit":
 		w.WriteString("OK")
-		c.Close = true
+		return commands.EffectQuit
 	case name == "hello" && len(args) == 2:
-		c.Proto, _ = strconv.Atoi(string(args[1]))
+		c.info.Proto, _ = strconv.Atoi(string(args[1]))
+		w.(commands.ProtoSwitcher).SwitchProto(c.info.Proto)
 		w.WriteString("OK")
+		return commands.EffectProto | commands.EffectInfo
 	case name == "setname" && len(args) == 2:
-		c.Name = string(args[1])
+		c.info.Name = string(args[1])
 		w.WriteString("OK")
+		return commands.EffectInfo
 	case name == "clients":
 		infos := h.host.Clients()
 		w.WriteArray(len(infos))
@@ -72,6 +100,7 @@ func (h *fakeHandler) Dispatch(w commands.Writer, c *commands.Client, args [][]b
 	default:
 		w.WriteError("ERR unknown command '" + name + "'")
 	}
+	return 0
 }
 
 // writeSample writes the sample reply of one Writer method, as named.
@@ -382,9 +411,9 @@ func cmd(args ...string) string {
 	return b.String()
 }
 
-// forEachPath runs test on the default path (event loops where the system
-// has them) and with every connection on a goroutine of its own.
+// forEachPath runs test on one event loop (where the system has them) and
+// with every connection on a goroutine of its own (the zero Config's).
 func forEachPath(t *testing.T, test func(t *testing.T, cfg Config)) {
-	t.Run("default", func(t *testing.T) { test(t, Config{}) })
-	t.Run("goroutines", func(t *testing.T) { test(t, Config{EventLoops: -1}) })
+	t.Run("loop", func(t *testing.T) { test(t, Config{EventLoops: 1}) })
+	t.Run("goroutines", func(t *testing.T) { test(t, Config{}) })
 }

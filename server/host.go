@@ -14,7 +14,7 @@ var _ commands.Host = (*Server)(nil)
 // Each copy is the state as of the end of the client's last batch of
 // commands (one read's worth), with LastActive up to publishEvery stale; a
 // handler calling Clients sees its own connection as it was before the
-// current batch (its live state is the *commands.Client it was given).
+// current batch (its live state is its own session's).
 // Clients may be called from any goroutine, handlers included.
 func (s *Server) Clients() []commands.ClientInfo {
 	conns := s.connList()

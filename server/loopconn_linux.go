@@ -9,148 +9,150 @@ import (
 	"time"
 )
 
-// serve handles an event on c's socket: it reads the requests that have
-// arrived and runs them, or sends the replies waiting for the socket to
-// take them, and then does whatever has become possible.
-func (l *evloop) serve(c *conn, events uint32) {
+// loopConn runs a session on an event loop: the socket's descriptor and
+// what the loop waits for on it. Its fields are the loop goroutine's.
+type loopConn struct {
+	s        *session
+	l        *evloop
+	fd       int    // -1 once ended
+	sock     int    // the descriptor, for shutSocket on other goroutines
+	interest uint32 // EPOLLIN, EPOLLOUT, or 0 while waiting for a wake
+}
+
+// wake queues c for its loop, which runs it when epoll_wait returns.
+func (c *loopConn) wake() {
+	l := c.l
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.fdsShut {
+		l.woken = append(l.woken, c)
+		l.wakeLocked()
+	}
+}
+
+// shutSocket shuts the socket down in both directions: the peer sees the
+// connection end, and the loop, woken by the hang-up, closes the
+// descriptor. Unlike closing it, this is safe while the loop uses it: the
+// session is closed by then, so the loop does not touch it again but to
+// close it.
+func (c *loopConn) shutSocket() {
+	_ = syscall.Shutdown(c.sock, syscall.SHUT_RDWR)
+}
+
+// serve handles an event on c's socket: it reads what has arrived, if the
+// session asked for bytes, and then does whatever has become possible.
+func (l *evloop) serve(c *loopConn, events uint32) {
 	defer func() {
 		if p := recover(); p != nil { // a bug here must not take the server down
-			l.end(c, c.panicked(p))
+			c.s.fail(c.s.panicked(p))
+			l.end(c)
 		}
 	}()
-	c.mu.Lock()
-	if c.closed {
-		err := c.closeErr
-		c.mu.Unlock()
-		l.end(c, err)
-		return
-	}
-	c.idle = false
-	c.mu.Unlock()
-
-	if c.ls.interest == syscall.EPOLLIN {
-		c.rd.shrink()
-		n, err := syscall.Read(c.ls.fd, c.rd.room())
+	switch {
+	case c.interest == syscall.EPOLLIN:
+		n, err := syscall.Read(c.fd, c.s.room())
 		switch {
 		case n > 0:
-			c.rd.filled(n)
-			l.runBatch(c)
+			c.s.received(n, nil)
 		case err == syscall.EAGAIN || err == syscall.EINTR:
 		case err == nil:
-			l.end(c, io.EOF)
-			return
+			c.s.received(0, io.EOF)
 		default:
-			l.end(c, err)
-			return
+			c.s.received(0, err)
 		}
+	case c.interest == 0 && events&(syscall.EPOLLHUP|syscall.EPOLLERR) != 0:
+		// The peer is gone while a paused command runs; epoll reports a
+		// hang-up whatever the interest, so it ends here.
+		c.s.fail(syscall.ECONNRESET)
 	}
 	l.advance(c)
 }
 
-// runBatch runs the requests in c's buffer, noting whether the batch
-// stopped for its replies to be sent or the connection is to end.
-func (l *evloop) runBatch(c *conn) {
-	switch err := c.runBatch(); err {
-	case nil:
-	case errWouldBlock:
-		c.ls.paused = true
-	default:
-		c.ls.end = err
-	}
+// serveSafely advances c, woken by a paused command's completion.
+func (l *evloop) serveSafely(c *loopConn) {
+	defer func() {
+		if p := recover(); p != nil { // a bug here must not take the server down
+			c.s.fail(c.s.panicked(p))
+			l.end(c)
+		}
+	}()
+	l.advance(c)
 }
 
-// advance sends c's replies, goes on with a paused batch once they are
-// sent, ends the connection if it is to end, and otherwise waits for c's
-// next requests, marking it idle: a Shutdown asked meanwhile closes it now.
-func (l *evloop) advance(c *conn) {
+// advance runs c's session until it must wait: for its socket to become
+// readable or writable, or for a paused command to complete.
+func (l *evloop) advance(c *loopConn) {
+	s := c.s
 	for {
-		switch err := l.send(c); err {
-		case nil:
-		case errWouldBlock:
-			l.watch(c, syscall.EPOLLOUT)
+		now := time.Now()
+		s.run(now)
+		switch s.next(now) {
+		case stepWrite:
+			switch err := l.send(c); err {
+			case nil:
+			case syscall.EAGAIN:
+				l.watch(c, syscall.EPOLLOUT)
+				return
+			default:
+				s.fail(err)
+			}
+		case stepClose:
+			l.end(c)
 			return
-		default:
-			l.end(c, err)
+		case stepWait:
+			l.watch(c, 0)
+			return
+		case stepRead:
+			l.watch(c, syscall.EPOLLIN)
 			return
 		}
-		if c.ls.end != nil {
-			l.end(c, c.ls.end)
-			return
-		}
-		if !c.ls.paused {
-			break
-		}
-		c.ls.paused = false
-		l.runBatch(c)
 	}
-	if !l.watch(c, syscall.EPOLLIN) {
-		return
-	}
-	c.mu.Lock()
-	if c.closing {
-		c.mu.Unlock()
-		l.end(c, errShutdown)
-		return
-	}
-	c.idle = true
-	if l.srv.cfg.IdleTimeout > 0 {
-		// Now, not when epoll_wait returned: a slow command of another
-		// client in the same wake-up is not this client's idle time.
-		c.idleSince = time.Now()
-	}
-	c.mu.Unlock()
 }
 
-// send writes c's buffered replies. It returns errWouldBlock if the socket
-// cannot take them all now; the rest is sent when it becomes writable.
-func (l *evloop) send(c *conn) error {
-	for c.ls.sent < len(c.w.out) {
-		n, err := l.write(c.ls.fd, c.w.out[c.ls.sent:])
-		if n > 0 {
-			c.ls.sent += n
+// send writes what c's session has ready; EAGAIN when the socket cannot
+// take it all now.
+func (l *evloop) send(c *loopConn) error {
+	for {
+		b := c.s.output()
+		if len(b) == 0 {
+			return nil
 		}
-		switch {
-		case err == nil:
-		case err == syscall.EAGAIN:
-			return errWouldBlock
-		case err != syscall.EINTR:
+		n, err := l.write(c.fd, b)
+		if n > 0 {
+			c.s.sent(n)
+		}
+		if err != nil && err != syscall.EINTR {
 			return err
 		}
 	}
-	c.ls.sent = 0
-	c.w.reset()
-	return nil
 }
 
 // watch makes the loop wait for c's socket to become readable (EPOLLIN) or
-// writable (EPOLLOUT). If it cannot, it ends c and returns false.
-func (l *evloop) watch(c *conn, interest uint32) bool {
-	if c.ls.interest == interest {
-		return true
+// writable (EPOLLOUT), or for nothing but a hang-up (0). If it cannot, the
+// session fails and the next advance ends it.
+func (l *evloop) watch(c *loopConn, interest uint32) {
+	if c.interest == interest || c.fd < 0 {
+		return
 	}
-	c.ls.interest = interest
-	ev := syscall.EpollEvent{Events: interest, Fd: int32(c.ls.fd)}
-	if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_MOD, c.ls.fd, &ev); err != nil {
-		l.end(c, fmt.Errorf("epoll_ctl: %w", err))
-		return false
+	c.interest = interest
+	ev := syscall.EpollEvent{Events: interest, Fd: int32(c.fd)}
+	if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_MOD, c.fd, &ev); err != nil {
+		c.s.fail(fmt.Errorf("epoll_ctl: %w", err))
+		l.end(c)
 	}
-	return true
 }
 
 // end closes c's descriptor, which takes it out of the epoll set, and
-// unregisters it with err as the reason.
-func (l *evloop) end(c *conn, err error) {
-	fd := c.ls.fd
+// unregisters the connection.
+func (l *evloop) end(c *loopConn) {
+	fd := c.fd
 	if fd < 0 {
 		return // ended already
 	}
-	c.mu.Lock()
-	c.closed, c.idle = true, false
-	c.mu.Unlock()
-	// No other goroutine uses the descriptor once closed is set.
+	err := c.s.finish() // from now on no other goroutine uses the descriptor
 	_ = syscall.Close(fd)
-	c.ls.fd = -1
+	c.fd = -1
 	l.conns[fd] = nil
 	l.count--
-	c.srv.closed(c, err)
+	c.s.srv.closed(c.s, err)
 }

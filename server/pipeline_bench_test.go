@@ -16,19 +16,24 @@ import (
 // BenchmarkServerPipeline measures the whole server path: a loopback
 // client sends batches of pipelined CL.THROTTLE requests on keys that
 // already exist, through the real command table and engine, and reads every
-// reply. allocs/cmd counts the allocations of the whole process (client
+// reply, on an event loop and on a goroutine per connection. allocs/cmd counts the allocations of the whole process (client
 // included, which allocates nothing) per command.
 func BenchmarkServerPipeline(b *testing.B) {
-	for _, depth := range []int{1, 16} {
-		b.Run("P"+strconv.Itoa(depth), func(b *testing.B) { benchPipeline(b, depth) })
+	for _, drv := range []struct {
+		name  string
+		loops int
+	}{{"loop", 1}, {"goroutine", 0}} {
+		for _, depth := range []int{1, 16} {
+			b.Run(drv.name+"/P"+strconv.Itoa(depth), func(b *testing.B) { benchPipeline(b, drv.loops, depth) })
+		}
 	}
 }
 
-func benchPipeline(b *testing.B, depth int) {
+func benchPipeline(b *testing.B, loops, depth int) {
 	eng := engine.New(engine.Options{SweepInterval: -1})
 	defer eng.Close()
 	cmds := commands.New(commands.Options{Engine: eng, Logger: newTestLogger()})
-	srv := New(Config{Handler: cmds, Logger: newTestLogger()})
+	srv := New(Config{Handler: cmds, Logger: newTestLogger(), EventLoops: loops})
 	cmds.SetHost(srv)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

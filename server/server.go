@@ -32,7 +32,7 @@ type Server struct {
 	ln        *listener
 	loops     *loopGroup // nil when every connection has a goroutine
 	shutdown  bool       // Shutdown or Close has been called
-	conns     map[*conn]struct{}
+	conns     map[*session]struct{}
 	total     int64         // connections accepted
 	rejected  int64         // connections refused for MaxClients or protected mode
 	drained   chan struct{} // closed once shutdown is set and conns is empty
@@ -49,7 +49,7 @@ func New(cfg Config) *Server {
 		cfg:     cfg,
 		log:     cfg.Logger,
 		lim:     cfg.limits(),
-		conns:   make(map[*conn]struct{}),
+		conns:   make(map[*session]struct{}),
 		drained: make(chan struct{}),
 	}
 }
@@ -114,7 +114,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		l.waitHandshakes()
 		loops.stop()
 		for _, c := range s.connList() {
-			_ = c.close()
+			c.close()
 		}
 		return err
 	}
@@ -133,7 +133,8 @@ func (s *Server) Addr() net.Addr {
 
 // Shutdown stops the server gracefully: it stops accepting, closes idle
 // connections, lets every connection finish the batch of commands it is
-// running and flush its replies, closes it, and returns once all
+// running, wait for its paused commands to complete and send its replies,
+// closes it, and returns once all
 // connections are closed. If ctx ends first, Shutdown closes the remaining
 // connections at once and returns ctx.Err(); a handler still running then
 // finishes on its own. Serve returns ErrServerClosed.
@@ -154,7 +155,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 	case <-ctx.Done():
 		for _, c := range s.connList() {
-			_ = c.close()
+			c.close()
 		}
 		err = ctx.Err()
 	}
@@ -162,8 +163,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 }
 
 // Close stops the server at once: it stops accepting and closes every
-// connection, dropping replies not yet flushed. It returns once every
-// connection's goroutine has finished, which waits for handlers that are
+// connection, dropping replies not yet sent and paused commands (their
+// completions, when they come, are dropped too). It returns once every
+// connection's driver has let go of it, which waits for handlers that are
 // running. Serve returns ErrServerClosed.
 func (s *Server) Close() error {
 	ln, conns, loops := s.beginShutdown()
@@ -173,7 +175,7 @@ func (s *Server) Close() error {
 		ln.waitHandshakes()
 	}
 	for _, c := range conns {
-		_ = c.close()
+		c.close()
 	}
 	<-s.drained
 	_ = loops.wait(context.Background())
@@ -183,7 +185,7 @@ func (s *Server) Close() error {
 // beginShutdown marks the server as shutting down, tells its event loops
 // to end once their connections have, and returns its listener,
 // connections and loops.
-func (s *Server) beginShutdown() (*listener, []*conn, *loopGroup) {
+func (s *Server) beginShutdown() (*listener, []*session, *loopGroup) {
 	s.mu.Lock()
 	s.shutdown = true
 	s.checkDrainedLocked()
@@ -203,15 +205,15 @@ func (s *Server) checkDrainedLocked() {
 }
 
 // connList returns the open connections.
-func (s *Server) connList() []*conn {
+func (s *Server) connList() []*session {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.connListLocked()
 }
 
 // connListLocked returns the open connections. s.mu is held.
-func (s *Server) connListLocked() []*conn {
-	conns := make([]*conn, 0, len(s.conns))
+func (s *Server) connListLocked() []*session {
+	conns := make([]*session, 0, len(s.conns))
 	for c := range s.conns {
 		conns = append(conns, c)
 	}

@@ -84,7 +84,7 @@ func testPanicIsRecovered(t *testing.T, cfg Config) {
 	a.expect("+PONG\r\n")
 
 	logs := h.logs.String()
-	for _, want := range []string{"ERROR server: command panicked", "panic=boom", "cmd=panic", "fakeHandler).Dispatch"} {
+	for _, want := range []string{"ERROR server: command panicked", "panic=boom", "cmd=panic", "fakeSession).Dispatch"} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("log lacks %q:\n%s", want, logs)
 		}

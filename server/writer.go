@@ -1,7 +1,6 @@
 package server
 
 import (
-	"io"
 	"strconv"
 
 	"github.com/cellserver/cellserver/commands"
@@ -13,21 +12,40 @@ import (
 const maxKeptReplyBuf = 64 << 10
 
 // replyWriter is the commands.Writer of one connection: it appends replies
-// to a buffer that the connection flushes once per batch of requests, in
-// the RESP version the client speaks (read at every write, so HELLO 3
-// answers in RESP3). It remembers where the current command's reply starts
-// so that a panicking command's partial reply can be taken back. One lives
-// in each connection and is reused for every command: writing a reply
-// allocates nothing once the buffer has grown to a batch's size.
+// to a buffer that the connection's driver sends once per batch of
+// requests, in the RESP version the client speaks. It remembers where the
+// current command's reply starts so that a panicking command's partial
+// reply can be taken back. One lives in each session and is reused for
+// every command: writing a reply allocates nothing once the buffer has
+// grown to a batch's size.
+//
+// A command may pause (commands.Pauser): its place in out is reserved, the
+// replies after it are held, and out is sent only up to the first reply
+// still paused. When a paused reply completes, applyCompleted writes it at
+// its place, in request order.
 type replyWriter struct {
-	dst    io.Writer // the socket
-	out    []byte    // replies not yet flushed
-	start  int       // where the current command's reply starts in out
-	client *commands.Client
-	tmp    [64]byte // scratch for headers and text
+	sess  *session
+	out   []byte // replies not yet sent
+	sentN int    // how much of out the socket has taken
+	start int    // where the current command's reply starts in out
+	proto int    // the client's RESP version
+	held  []*pausedReply
+	tmp   [64]byte // scratch for headers and text
 }
 
-var _ commands.Writer = (*replyWriter)(nil)
+// pausedReply is the place of a paused command's reply.
+type pausedReply struct {
+	at    int                   // where its reply goes in out
+	proto int                   // the RESP version when it paused
+	name  string                // the command's name, for a panic's error reply
+	write func(commands.Writer) // set once it completes, under the session's mu
+}
+
+var (
+	_ commands.Writer        = (*replyWriter)(nil)
+	_ commands.Pauser        = (*replyWriter)(nil)
+	_ commands.ProtoSwitcher = (*replyWriter)(nil)
+)
 
 // begin marks the start of a command's reply.
 func (w *replyWriter) begin() { w.start = len(w.out) }
@@ -35,29 +53,108 @@ func (w *replyWriter) begin() { w.start = len(w.out) }
 // discard takes back what the current command has written.
 func (w *replyWriter) discard() { w.out = w.out[:w.start] }
 
-// buffered is how many bytes wait to be flushed.
-func (w *replyWriter) buffered() int { return len(w.out) }
-
-// flush writes the buffered replies in one write, if there are any.
-func (w *replyWriter) flush() error {
-	if len(w.out) == 0 {
-		return nil
+// ready returns the replies the socket may take now: up to the first one
+// still paused.
+func (w *replyWriter) ready() []byte {
+	end := len(w.out)
+	if len(w.held) > 0 {
+		end = w.held[0].at
 	}
-	_, err := w.dst.Write(w.out)
-	w.reset()
-	return err
+	return w.out[w.sentN:end]
 }
 
-// reset empties the buffer once its replies are sent, giving back one
-// grown past maxKeptReplyBuf.
-func (w *replyWriter) reset() {
-	w.out, w.start = w.out[:0], 0
+// pending reports whether a paused reply has yet to be written.
+func (w *replyWriter) pending() bool { return len(w.held) > 0 }
+
+// sent records that the socket took n more bytes of ready, and empties the
+// buffer once all of it is sent.
+func (w *replyWriter) sent(n int) {
+	w.sentN += n
+	if len(w.held) > 0 {
+		if w.sentN == w.held[0].at { // move the held replies to the start
+			w.out = w.out[:copy(w.out, w.out[w.sentN:])]
+			for _, p := range w.held {
+				p.at -= w.sentN
+			}
+			w.start, w.sentN = max(w.start-w.sentN, 0), 0
+		}
+		return
+	}
+	if w.sentN < len(w.out) {
+		return
+	}
+	w.out, w.start, w.sentN = w.out[:0], 0, 0
 	if cap(w.out) > maxKeptReplyBuf {
-		w.out = nil
+		w.out = nil // given back, grown for a big reply
 	}
 }
 
-func (w *replyWriter) resp3() bool { return w.client.Proto == 3 }
+// SwitchProto makes the replies from now on speak RESP proto (HELLO).
+func (w *replyWriter) SwitchProto(proto int) { w.proto = proto }
+
+// Pause implements commands.Pauser.
+func (w *replyWriter) Pause() func(write func(commands.Writer)) {
+	p := &pausedReply{at: len(w.out), proto: w.proto, name: commandName(w.sess.current)}
+	w.held = append(w.held, p)
+	s := w.sess
+	return func(write func(commands.Writer)) { s.complete(p, write) }
+}
+
+// applyCompleted writes, in order, the paused replies at the head of the
+// line whose commands have completed.
+func (w *replyWriter) applyCompleted() {
+	for len(w.held) > 0 {
+		p := w.held[0]
+		w.sess.mu.Lock()
+		write := p.write
+		w.sess.mu.Unlock()
+		if write == nil {
+			return
+		}
+		w.held[0] = nil
+		w.held = w.held[1:]
+		if len(w.held) == 0 {
+			w.held = nil
+		}
+		n := w.writeAt(p, write)
+		for _, q := range w.held {
+			q.at += n
+		}
+	}
+}
+
+// writeAt writes p's reply with write at p's place, moving the replies
+// held after it, and returns its length.
+func (w *replyWriter) writeAt(p *pausedReply, write func(commands.Writer)) int {
+	held := len(w.out) // the replies after p are out[p.at:held]
+	proto := w.proto
+	w.proto = p.proto
+	func() {
+		w.start = held
+		defer func() {
+			if r := recover(); r != nil {
+				w.sess.recovered(r, p.name)
+			}
+		}()
+		write(w)
+	}()
+	w.proto = proto
+	w.start = len(w.out)
+	// Rotate out[p.at:] so that the new reply comes first.
+	reverse(w.out[p.at:held])
+	reverse(w.out[held:])
+	reverse(w.out[p.at:])
+	return len(w.out) - held
+}
+
+// reverse reverses b in place.
+func reverse(b []byte) {
+	for i, j := 0, len(b)-1; i < j; i, j = i+1, j-1 {
+		b[i], b[j] = b[j], b[i]
+	}
+}
+
+func (w *replyWriter) resp3() bool { return w.proto == 3 }
 
 // WriteError writes an error reply; CR and LF become spaces.
 func (w *replyWriter) WriteError(msg string) {

@@ -3,18 +3,28 @@ package server
 import (
 	"bytes"
 	"testing"
-	"time"
-
-	"github.com/cellserver/cellserver/commands"
 )
+
+// testWriter is a replyWriter whose flush moves its ready bytes to buf.
+type testWriter struct {
+	*replyWriter
+	buf *bytes.Buffer
+}
+
+func (w testWriter) flush() error {
+	b := w.ready()
+	w.buf.Write(b)
+	w.sent(len(b))
+	return nil
+}
+
+func (w testWriter) buffered() int { return len(w.ready()) }
 
 // newTestWriter returns a replyWriter over a buffer, for a client speaking
 // RESP proto.
-func newTestWriter(proto int) (*replyWriter, *bytes.Buffer) {
+func newTestWriter(proto int) (testWriter, *bytes.Buffer) {
 	var buf bytes.Buffer
-	c := commands.NewClient(1, "a", "b", time.Unix(1700000000, 0))
-	c.Proto = proto
-	return &replyWriter{dst: &buf, client: c}, &buf
+	return testWriter{&replyWriter{proto: proto}, &buf}, &buf
 }
 
 func TestWriterDiscardTakesBackEveryMethod(t *testing.T) {

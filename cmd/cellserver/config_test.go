@@ -224,13 +224,3 @@ func TestParseConfigHidesPassword(t *testing.T) {
 		}
 	}
 }
-
-// TestEventLoopsToServer: --event-loops 0 turns the server's loops off (a
-// negative count there, where 0 means the default); other counts pass on.
-func TestEventLoopsToServer(t *testing.T) {
-	for in, want := range map[int]int{0: -1, 1: 1, 4: 4} {
-		if got := eventLoops(in); got != want {
-			t.Errorf("eventLoops(%d) = %d, want %d", in, got, want)
-		}
-	}
-}

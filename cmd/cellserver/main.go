@@ -148,7 +148,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, ready chan<- net.A
 		ProtectedMode:   cfg.protectedMode,
 		PasswordSet:     users.PasswordSet(),
 		IdleTimeout:     time.Duration(cfg.timeout) * time.Second,
-		EventLoops:      eventLoops(cfg.eventLoops),
+		EventLoops:      cfg.eventLoops, // 0 means none, as in server.Config
 	})
 	cmds.SetHost(srv)
 
@@ -227,13 +227,4 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, ready chan<- net.A
 	}
 	log.Info("stopped")
 	return code
-}
-
-// eventLoops is server.Config.EventLoops for --event-loops n: 0 there means
-// the default, and no loops is a negative count.
-func eventLoops(n int) int {
-	if n == 0 {
-		return -1
-	}
-	return n
 }

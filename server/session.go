@@ -1,0 +1,420 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cellserver/cellserver/commands"
+)
+
+// maxNameInError is how much of a command name an error reply repeats.
+const maxNameInError = 128
+
+// maxBatchReply is how many reply bytes a batch may buffer before they are
+// sent in the middle of it, so that a pipeline of commands with big
+// replies does not make the server hold all of them at once.
+const maxBatchReply = 64 << 10
+
+// publishEvery is how stale the LastActive that other clients see (CLIENT
+// LIST's idle=, in whole seconds) may be, so that a client running command
+// after command does not copy its state for them after each one.
+const publishEvery = 100 * time.Millisecond
+
+// Why a connection ends.
+var (
+	errQuit        = errors.New("server: client quit")
+	errShutdown    = errors.New("server: shutting down")
+	errIdleTimeout = errors.New("server: idle timeout")
+)
+
+// protocolError ends a connection that broke the protocol; the client has
+// been sent "-ERR Protocol error: ...".
+type protocolError struct{ msg string }
+
+func (e *protocolError) Error() string { return "Protocol error: " + e.msg }
+
+// step is what a session asks its driver to do next.
+type step uint8
+
+const (
+	stepRead  step = iota // read bytes into room() and report them with received
+	stepWrite             // send output() and report with sent how much went
+	stepWait              // wait for wake: a paused command is to complete
+	stepClose             // close the socket; finish says why
+)
+
+// driver is what a session needs of the driver that runs it. Both methods
+// may be called from any goroutine and must not block; the session calls
+// shutSocket with its mu held, once, when it becomes closed, and the driver
+// closes the socket only after finish, so never one reused meanwhile.
+type driver interface {
+	// wake makes the driver call run and next again soon, on its own
+	// goroutine.
+	wake()
+	// shutSocket makes the socket unusable now, so that a driver blocked
+	// reading it (or waiting on it) wakes up and finds the session closed.
+	shutSocket()
+}
+
+// session is one client connection without its socket: the requests it
+// has sent and not yet run, the replies waiting to be sent (some perhaps
+// held behind a paused command), and whether it is to end. It does no
+// system calls and reads no clock: its driver moves the bytes, keeps time
+// and calls it in a loop,
+//
+//	s.run(now); switch s.next(now) { read, write, wait or close }
+//
+// on one goroutine at a time. Only the methods that say so may be called
+// from other goroutines.
+type session struct {
+	srv  *Server // for the log and the closed connection's unregistration
+	id   int64
+	addr string
+	cs   commands.Session
+
+	// The driver's goroutine only.
+	rd       requestReader
+	w        replyWriter
+	unauth   bool     // the client must still authenticate: tighter framing, one request at a time
+	waitArgs [][]byte // a parsed request waiting for the paused commands to complete
+	readErr  error    // from the socket, acted on once the bytes read before it have run
+	end      error    // the connection ends once the replies before this are sent
+	current  [][]byte // the request running, for a paused command's error text
+	lastPub  time.Time
+
+	idleTimeout time.Duration // Config.IdleTimeout; 0 for none
+
+	mu        sync.Mutex // guards the fields below
+	drv       driver
+	snap      commands.ClientInfo
+	completed bool // some paused reply has completed since run last looked
+	closing   bool // Shutdown: end once nothing is left to run or send
+	waiting   bool // the driver waits for bytes with nothing pending: Shutdown may close at once
+	idleSince time.Time
+	closed    bool
+	closeErr  error
+}
+
+// newSession returns the session of a connection just accepted, driven by
+// drv until another driver takes it.
+func newSession(srv *Server, id int64, addr string, cs commands.Session, drv driver, now time.Time) *session {
+	s := &session{srv: srv, id: id, addr: addr, cs: cs, drv: drv, rd: newRequestReader(srv.lim),
+		idleTimeout: srv.cfg.IdleTimeout, lastPub: now, idleSince: now,
+		waiting: true} // for its first bytes, even before a busy loop adopts it
+	s.w.sess = s
+	s.w.proto = cs.Proto()
+	s.unauth = cs.AuthRequired()
+	s.snap = cs.Info()
+	return s
+}
+
+// room returns where the driver reads the next bytes to.
+func (s *session) room() []byte {
+	s.rd.shrink()
+	return s.rd.room()
+}
+
+// received records n bytes read into room, and err if the read failed or
+// the client closed (io.EOF): the bytes before it run first.
+func (s *session) received(n int, err error) {
+	s.mu.Lock()
+	s.waiting = false
+	s.mu.Unlock()
+	s.rd.filled(n)
+	if err != nil && s.readErr == nil {
+		s.readErr = err
+	}
+}
+
+// output returns the replies ready to be sent: every one up to the first
+// still paused.
+func (s *session) output() []byte { return s.w.ready() }
+
+// sent records that the driver sent the first n bytes of output.
+func (s *session) sent(n int) { s.w.sent(n) }
+
+// fail ends the session at once with err, dropping whatever is pending: the
+// driver could not use the socket.
+func (s *session) fail(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		s.closed, s.closeErr = true, err
+	}
+}
+
+// run writes the paused replies that have completed and runs every request
+// that may run now, stopping early when maxBatchReply bytes are ready to
+// send: the driver sends them and calls run again.
+func (s *session) run(now time.Time) {
+	s.mu.Lock()
+	closed, completed := s.closed, s.completed
+	s.completed = false
+	s.mu.Unlock()
+	if closed {
+		return
+	}
+	if completed {
+		s.w.applyCompleted()
+	}
+	if s.end != nil {
+		return
+	}
+	info, started := false, false
+	for len(s.w.ready()) <= maxBatchReply {
+		args := s.waitArgs
+		if args == nil {
+			var st parseStatus
+			var msg string
+			args, st, msg = s.rd.parse(s.unauth)
+			switch st {
+			case needMore:
+				s.publish(now, started, info)
+				return
+			case violation:
+				s.w.begin()
+				s.w.WriteError("ERR Protocol error: " + msg) // CR and LF become spaces
+				s.end = &protocolError{msg: msg}
+				s.publish(now, started, info)
+				return
+			}
+		}
+		if s.w.pending() && !s.cs.Overlaps(args) {
+			s.waitArgs = args // the buffer stays as it is: nothing is read meanwhile
+			break
+		}
+		s.waitArgs = nil
+		if !started {
+			s.cs.StartBatch(now) // the batch's commands share clock readings
+			started = true
+		}
+		eff := s.dispatch(args)
+		if eff&commands.EffectProto != 0 {
+			s.w.proto = s.cs.Proto()
+		}
+		if eff&commands.EffectAuth != 0 {
+			s.unauth = s.cs.AuthRequired()
+		}
+		info = info || eff&commands.EffectInfo != 0
+		if eff&commands.EffectQuit != 0 {
+			s.end = errQuit // its reply is sent, the requests after it dropped
+			break
+		}
+	}
+	s.publish(now, started, info)
+}
+
+// dispatch runs one command, recovering from a panic in it.
+func (s *session) dispatch(args [][]byte) (eff commands.Effect) {
+	s.w.begin()
+	s.current = args
+	defer func() {
+		s.current = nil
+		if p := recover(); p != nil {
+			s.recovered(p, commandName(args))
+		}
+	}()
+	return s.cs.Dispatch(&s.w, args)
+}
+
+// recovered handles a panic in a command or in a paused command's write:
+// it logs it with its stack, takes back the partial reply and answers with
+// an error instead.
+func (s *session) recovered(p any, name string) {
+	s.srv.log.Error("server: command panicked; the client got an error and the server keeps serving",
+		"cmd", name, "id", s.id, "addr", s.addr,
+		"panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+	s.w.discard()
+	s.w.WriteError(fmt.Sprintf(commands.MsgInternal, name))
+}
+
+// publish copies the client's state for Host.Clients after a batch that
+// ran commands, when one of them changed what CLIENT LIST shows or the
+// last copy is publishEvery old: a client running the same command again
+// and again copies it at most that often.
+func (s *session) publish(now time.Time, ran, changed bool) {
+	if !ran || (!changed && now.Sub(s.lastPub) < publishEvery) {
+		return
+	}
+	s.lastPub = now
+	info := s.cs.Info()
+	s.mu.Lock()
+	s.snap = info
+	s.mu.Unlock()
+}
+
+// next says what the driver must do now that run has run. now stamps the
+// start of an idle wait.
+func (s *session) next(now time.Time) step {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closed:
+		return stepClose
+	case len(s.w.ready()) > 0:
+		return stepWrite
+	case s.completed:
+		return stepWait // wake is on its way: run will write the completed reply
+	}
+	pending := s.w.pending()
+	if !pending {
+		switch {
+		case s.end != nil:
+			return s.closeLocked(s.end)
+		case s.readErr != nil && s.waitArgs == nil:
+			return s.closeLocked(s.readErr)
+		case s.closing:
+			return s.closeLocked(errShutdown)
+		}
+	}
+	if s.end != nil || s.waitArgs != nil || s.readErr != nil || s.closing {
+		return stepWait // for the paused commands, reading nothing meanwhile
+	}
+	if !pending && !s.waiting { // idle from now, until bytes arrive
+		s.waiting, s.idleSince = true, now
+	}
+	return stepRead
+}
+
+// closeLocked marks the session closed for err and returns stepClose.
+// s.mu is held.
+func (s *session) closeLocked(err error) step {
+	s.closed, s.closeErr = true, err
+	return stepClose
+}
+
+// pending reports whether a paused command has yet to complete; a driver
+// that cannot wait for bytes and for a wake at once waits for the wake.
+func (s *session) pending() bool { return s.w.pending() }
+
+// finish returns why the session ended, once the driver has closed the
+// socket; a paused command completing later is dropped.
+func (s *session) finish() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	if s.closeErr == nil {
+		s.closeErr = net.ErrClosed
+	}
+	return s.closeErr
+}
+
+// idleDeadline is when the connection, waiting for bytes, times out; zero
+// for never. For next's stepRead.
+func (s *session) idleDeadline() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.idleTimeout <= 0 || !s.waiting {
+		return time.Time{}
+	}
+	return s.idleSince.Add(s.idleTimeout)
+}
+
+// expireIdle closes the connection if it has waited for bytes, with
+// nothing pending, for Config.IdleTimeout at now. Any goroutine.
+func (s *session) expireIdle(now time.Time) {
+	s.mu.Lock()
+	expired := s.idleTimeout > 0 && s.waiting && !s.closed && now.Sub(s.idleSince) >= s.idleTimeout
+	if expired {
+		s.closed, s.closeErr, s.waiting = true, errIdleTimeout, false
+		s.drv.shutSocket() // under s.mu: the driver closes the socket only once closed is set
+	}
+	s.mu.Unlock()
+}
+
+// shutdown closes the connection now if it waits for bytes with nothing
+// pending, or else once its requests have run, its paused commands have
+// completed and every reply is sent. Any goroutine.
+func (s *session) shutdown() {
+	s.mu.Lock()
+	s.closing = true
+	now := s.waiting && !s.closed
+	if now {
+		s.closed, s.closeErr, s.waiting = true, errShutdown, false
+		s.drv.shutSocket()
+	}
+	s.mu.Unlock()
+}
+
+// close closes the connection at once, dropping whatever is pending;
+// closing it again does nothing. Any goroutine.
+func (s *session) close() {
+	s.mu.Lock()
+	first := !s.closed
+	if first {
+		s.closed, s.closeErr, s.waiting = true, net.ErrClosed, false
+		s.drv.shutSocket()
+	}
+	drv := s.drv
+	s.mu.Unlock()
+	if first {
+		drv.wake() // a driver waiting for a paused command
+	}
+}
+
+// complete records that the paused reply p can be written, by write, and
+// wakes the driver to write it. Any goroutine; after the session closed it
+// does nothing.
+func (s *session) complete(p *pausedReply, write func(commands.Writer)) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	if p.write != nil {
+		s.mu.Unlock()
+		panic("server: a paused command completed twice")
+	}
+	if write == nil {
+		write = func(commands.Writer) {} // nothing to write
+	}
+	p.write = write
+	s.completed = true
+	drv := s.drv
+	s.mu.Unlock()
+	drv.wake()
+}
+
+// setDriver hands the session to drv, unless it was closed meanwhile.
+func (s *session) setDriver(drv driver) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.drv = drv
+	return true
+}
+
+// info returns the last published copy of the client's state.
+func (s *session) info() commands.ClientInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.snap
+}
+
+// panicked logs a panic that escaped the session's own code (not a
+// command's: dispatch recovers those) and returns the error that ends it.
+func (s *session) panicked(p any) error {
+	s.srv.log.Error("server: connection panicked; it is closed and the server keeps serving",
+		"id", s.id, "addr", s.addr, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+	return fmt.Errorf("server: panic: %v", p)
+}
+
+// commandName is the lower-case command name in args, cut to a length fit
+// for an error reply.
+func commandName(args [][]byte) string {
+	if len(args) == 0 {
+		return ""
+	}
+	name := args[0]
+	if len(name) > maxNameInError {
+		name = name[:maxNameInError]
+	}
+	return strings.ToLower(string(name))
+}

@@ -1,0 +1,340 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cellserver/cellserver/commands"
+)
+
+// scriptSession is a commands.Session for the session's own tests:
+//
+//	PING        +PONG, may overlap a paused command
+//	ECHO x      $x
+//	HOLD        pauses; the test completes it (+H<n>, n counting from 0)
+//	NOLAP       +NOLAP, may not overlap
+//	BIG n       a bulk string of n bytes
+//	QUIT        +OK, and the connection ends
+type scriptSession struct {
+	holds []func(func(commands.Writer)) // the completions of the HOLDs, in order
+	ran   []string
+}
+
+func (c *scriptSession) StartBatch(time.Time)      {}
+func (c *scriptSession) Proto() int                { return 2 }
+func (c *scriptSession) AuthRequired() bool        { return false }
+func (c *scriptSession) Info() commands.ClientInfo { return commands.ClientInfo{ID: 1} }
+func (c *scriptSession) Overlaps(args [][]byte) bool {
+	return strings.EqualFold(string(args[0]), "ping") || strings.EqualFold(string(args[0]), "hold")
+}
+
+func (c *scriptSession) Dispatch(w commands.Writer, args [][]byte) commands.Effect {
+	name := strings.ToUpper(string(args[0]))
+	c.ran = append(c.ran, name)
+	switch name {
+	case "PING":
+		w.WriteString("PONG")
+	case "ECHO":
+		w.WriteBulk(args[1])
+	case "HOLD":
+		c.holds = append(c.holds, commands.AsPauser(w).Pause())
+	case "NOLAP":
+		w.WriteString("NOLAP")
+	case "BIG":
+		n, _ := strconv.Atoi(string(args[1]))
+		w.WriteBulk(make([]byte, n))
+	case "QUIT":
+		w.WriteString("OK")
+		return commands.EffectQuit
+	}
+	return 0
+}
+
+// fakeDriver counts what a session asks of its driver.
+type fakeDriver struct{ wakes, shuts int }
+
+func (d *fakeDriver) wake()       { d.wakes++ }
+func (d *fakeDriver) shutSocket() { d.shuts++ }
+
+// sessionRig drives a session as a driver would, with byte slices and a
+// clock the test moves.
+type sessionRig struct {
+	t      *testing.T
+	s      *session
+	cs     *scriptSession
+	drv    *fakeDriver
+	now    time.Time
+	writes []string // each output the rig sent, as one write
+}
+
+func newSessionRig(t *testing.T, idle time.Duration) *sessionRig {
+	srv := New(Config{Handler: &fakeHandler{}, Logger: newTestLogger(), IdleTimeout: idle})
+	r := &sessionRig{t: t, cs: &scriptSession{}, drv: &fakeDriver{}, now: time.Unix(1700000000, 0)}
+	r.s = newSession(srv, 1, "127.0.0.1:1", r.cs, r.drv, r.now)
+	return r
+}
+
+// drive runs the session until it asks for anything but a write, sending
+// every output whole, and returns that step.
+func (r *sessionRig) drive() step {
+	for {
+		r.s.run(r.now)
+		st := r.s.next(r.now)
+		if st != stepWrite {
+			return st
+		}
+		out := r.s.output()
+		r.writes = append(r.writes, string(out))
+		r.s.sent(len(out))
+	}
+}
+
+// feed hands the session b as one read.
+func (r *sessionRig) feed(b string) {
+	room := r.s.room()
+	for len(room) < len(b) { // a big request arrives in several reads
+		n := copy(room, b)
+		r.s.received(n, nil)
+		b = b[n:]
+		room = r.s.room()
+	}
+	r.s.received(copy(room, b), nil)
+}
+
+// sessionStep is one thing that happens to a session, then the bytes it
+// sends and what it asks next.
+type sessionStep struct {
+	feed     string        // bytes from the client
+	eof      bool          // the client closed its side
+	complete int           // complete HOLD number complete-1 (0: none), with +H<n>
+	panics   bool          // the completion's write panics
+	advance  time.Duration // the clock moves on, then the idle check runs
+	shutdown bool
+	close    bool
+
+	want     string // the bytes sent, all writes together
+	wantStep step
+	wantErr  error // with stepClose: why
+}
+
+func TestSession(t *testing.T) {
+	const idle = time.Second
+	big := "$70000\r\n" + strings.Repeat("\x00", 70000) + "\r\n"
+	internal := "-" + fmt.Sprintf(commands.MsgInternal, "hold") + "\r\n"
+	cases := []struct {
+		name  string
+		steps []sessionStep
+		ran   string // the commands run, in order
+	}{
+		{"partial request", []sessionStep{
+			{feed: "*1\r\n$4\r\nPI", wantStep: stepRead},
+			{feed: "NG\r\n", want: "+PONG\r\n", wantStep: stepRead},
+		}, "PING"},
+		{"pipeline", []sessionStep{
+			{feed: "PING\r\n" + cmd("ECHO", "a") + "PI", want: "+PONG\r\n$1\r\na\r\n", wantStep: stepRead},
+		}, "PING ECHO"},
+		{"paused reply holds later ones", []sessionStep{
+			{feed: "HOLD\r\nPING\r\n", wantStep: stepRead},
+			{feed: "PING\r\n", wantStep: stepRead},
+			{complete: 1, want: "+H0\r\n+PONG\r\n+PONG\r\n", wantStep: stepRead},
+		}, "HOLD PING PING"},
+		{"two paused complete in reverse order", []sessionStep{
+			{feed: "HOLD\r\nHOLD\r\nPING\r\n", wantStep: stepRead},
+			{complete: 2, wantStep: stepRead},
+			{complete: 1, want: "+H0\r\n+H1\r\n+PONG\r\n", wantStep: stepRead},
+		}, "HOLD HOLD PING"},
+		{"a command that may not overlap waits", []sessionStep{
+			{feed: "PING\r\nHOLD\r\nNOLAP\r\nPING\r\n", want: "+PONG\r\n", wantStep: stepWait},
+			{complete: 1, want: "+H0\r\n+NOLAP\r\n+PONG\r\n", wantStep: stepRead},
+		}, "PING HOLD NOLAP PING"},
+		{"a panic in the completion", []sessionStep{
+			{feed: "HOLD\r\nPING\r\n", wantStep: stepRead},
+			{complete: 1, panics: true, want: internal + "+PONG\r\n", wantStep: stepRead},
+		}, "HOLD PING"},
+		{"protocol error after valid requests", []sessionStep{
+			{feed: "PING\r\n*x\r\nPING\r\n", want: "+PONG\r\n-ERR Protocol error: invalid multibulk length\r\n",
+				wantStep: stepClose, wantErr: &protocolError{}},
+		}, "PING"},
+		{"quit mid-batch", []sessionStep{
+			{feed: "PING\r\nQUIT\r\nPING\r\n", want: "+PONG\r\n+OK\r\n", wantStep: stepClose, wantErr: errQuit},
+		}, "PING QUIT"},
+		{"quit behind a paused command waits for it", []sessionStep{
+			{feed: "HOLD\r\nQUIT\r\nPING\r\n", wantStep: stepWait},
+			{complete: 1, want: "+H0\r\n+OK\r\n", wantStep: stepClose, wantErr: errQuit},
+		}, "HOLD QUIT"},
+		{"client closes after its requests", []sessionStep{
+			{feed: "PING\r\n", eof: true, want: "+PONG\r\n", wantStep: stepClose, wantErr: errEOFForTest},
+		}, "PING"},
+		{"client closes with a command paused", []sessionStep{
+			{feed: "HOLD\r\n", eof: true, wantStep: stepWait},
+			{complete: 1, want: "+H0\r\n", wantStep: stepClose, wantErr: errEOFForTest},
+		}, "HOLD"},
+		{"idle timeout", []sessionStep{
+			{feed: "PING\r\n", want: "+PONG\r\n", wantStep: stepRead},
+			{advance: idle - 1, wantStep: stepRead},
+			{advance: 1, wantStep: stepClose, wantErr: errIdleTimeout},
+		}, "PING"},
+		{"no idle timeout while paused", []sessionStep{
+			{feed: "HOLD\r\n", wantStep: stepRead},
+			{advance: 10 * idle, wantStep: stepRead},
+			{complete: 1, want: "+H0\r\n", wantStep: stepRead},
+			{advance: idle, wantStep: stepClose, wantErr: errIdleTimeout},
+		}, "HOLD"},
+		{"shutdown when idle closes at once", []sessionStep{
+			{feed: "PING\r\n", want: "+PONG\r\n", wantStep: stepRead},
+			{shutdown: true, wantStep: stepClose, wantErr: errShutdown},
+		}, "PING"},
+		{"shutdown waits for a paused command", []sessionStep{
+			{feed: "HOLD\r\nPING\r\n", wantStep: stepRead},
+			{shutdown: true, wantStep: stepWait},
+			{complete: 1, want: "+H0\r\n+PONG\r\n", wantStep: stepClose, wantErr: errShutdown},
+		}, "HOLD PING"},
+		{"close drops a paused command", []sessionStep{
+			{feed: "HOLD\r\nPING\r\n", wantStep: stepRead},
+			{close: true, wantStep: stepClose, wantErr: errClosedForTest},
+			{complete: 1, wantStep: stepClose, wantErr: errClosedForTest},
+		}, "HOLD PING"},
+		{"big reply sent mid-batch", []sessionStep{
+			{feed: "BIG 70000\r\nPING\r\n", want: big + "+PONG\r\n", wantStep: stepRead},
+		}, "BIG PING"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := newSessionRig(t, idle)
+			for i, st := range c.steps {
+				r.writes = nil
+				if st.feed != "" {
+					r.feed(st.feed)
+				}
+				if st.eof {
+					r.s.received(0, errEOFForTest)
+				}
+				if st.complete > 0 {
+					n := st.complete - 1
+					r.cs.holds[n](func(w commands.Writer) {
+						if st.panics {
+							w.WriteArray(3)
+							panic("boom")
+						}
+						w.WriteString("H" + strconv.Itoa(n))
+					})
+				}
+				if st.advance > 0 {
+					r.now = r.now.Add(st.advance)
+					r.s.expireIdle(r.now)
+				}
+				if st.shutdown {
+					r.s.shutdown()
+				}
+				if st.close {
+					r.s.close()
+				}
+				got := r.drive()
+				if out := strings.Join(r.writes, ""); out != st.want {
+					t.Errorf("step %d: sent %q, want %q", i, out, st.want)
+				}
+				if got != st.wantStep {
+					t.Fatalf("step %d: next = %d, want %d", i, got, st.wantStep)
+				}
+				if got == stepClose {
+					err := r.s.finish()
+					var pe *protocolError
+					if !errors.Is(err, st.wantErr) && !(errors.As(st.wantErr, &pe) && errors.As(err, &pe)) {
+						t.Errorf("step %d: ended with %v, want %v", i, err, st.wantErr)
+					}
+				}
+			}
+			if ran := strings.Join(r.cs.ran, " "); ran != c.ran {
+				t.Errorf("ran %q, want %q", ran, c.ran)
+			}
+		})
+	}
+}
+
+// Errors the session tests end connections with.
+var (
+	errEOFForTest    = errors.New("test: EOF")
+	errClosedForTest = net.ErrClosed
+)
+
+// echoSession answers every command with its first argument, allocating
+// nothing, as CL.THROTTLE on memory does.
+type echoSession struct{ scriptSession }
+
+func (echoSession) Dispatch(w commands.Writer, args [][]byte) commands.Effect {
+	w.WriteBulk(args[1])
+	return 0
+}
+
+// newEchoRig is a rig whose session runs echoSession.
+func newEchoRig(t *testing.T) *sessionRig {
+	r := newSessionRig(t, 0)
+	r.s = newSession(r.s.srv, 1, "127.0.0.1:1", &echoSession{}, r.drv, r.now)
+	return r
+}
+
+func TestSessionSendsBigReplyBeforeRunningOn(t *testing.T) {
+	r := newSessionRig(t, 0)
+	r.feed("BIG 70000\r\nPING\r\n")
+	if st := r.drive(); st != stepRead {
+		t.Fatalf("next = %d", st)
+	}
+	if len(r.writes) != 2 || r.writes[1] != "+PONG\r\n" {
+		t.Fatalf("writes %d, want the big reply alone, then +PONG", len(r.writes))
+	}
+}
+
+func TestSessionPausedWakesDriver(t *testing.T) {
+	r := newSessionRig(t, 0)
+	r.feed("HOLD\r\n")
+	r.drive()
+	done := make(chan struct{})
+	go func() { // from another goroutine, as a store's reply would
+		r.cs.holds[0](func(w commands.Writer) { w.WriteInt(1) })
+		close(done)
+	}()
+	<-done
+	if r.drv.wakes != 1 {
+		t.Fatalf("%d wakes, want 1", r.drv.wakes)
+	}
+	r.drive()
+	if got := strings.Join(r.writes, ""); got != ":1\r\n" {
+		t.Fatalf("sent %q", got)
+	}
+}
+
+func TestSessionPathAllocatesNothing(t *testing.T) {
+	r := newEchoRig(t)
+	req := strings.Repeat(cmd("ECHO", "key"), 16)
+	r.feed(req)
+	r.drive()
+	allocs := testing.AllocsPerRun(1000, func() {
+		room := r.s.room()
+		r.s.received(copy(room, req), nil)
+		r.s.run(r.now)
+		r.s.next(r.now)
+		r.s.sent(len(r.s.output()))
+		r.s.next(r.now)
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations per batch, want 0", allocs)
+	}
+}
+
+func BenchmarkSessionPipeline(b *testing.B) {
+	r := newEchoRig(&testing.T{})
+	req := strings.Repeat(cmd("ECHO", "key"), 16)
+	for b.Loop() {
+		room := r.s.room()
+		r.s.received(copy(room, req), nil)
+		r.s.run(r.now)
+		r.s.next(r.now)
+		r.s.sent(len(r.s.output()))
+		r.s.next(r.now)
+	}
+}
