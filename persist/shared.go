@@ -28,10 +28,10 @@ const (
 var (
 	// ErrCrossSlot is returned for a THROTTLE.ALL whose keys are in
 	// different hash slots of a Redis Cluster.
-	ErrCrossSlot = errors.New("CROSSSLOT Keys in request don't hash to the same slot")
+	ErrCrossSlot error = replyError("CROSSSLOT Keys in request don't hash to the same slot")
 	// ErrStoreUnavailable is returned under FallbackError when the store
 	// did not answer within the timeout, and after Close.
-	ErrStoreUnavailable = errors.New("the shared store is unavailable")
+	ErrStoreUnavailable error = replyError("ERR the shared store is unavailable (--shared-fallback error)")
 )
 
 // SharedOptions configures a Shared. Local is required; the other zero
@@ -403,3 +403,12 @@ func (s *Shared) storeUp() {
 	s.down.Store(false)
 	s.log.Info("shared store back: deciding in the store again")
 }
+
+// replyError is an error whose text is the reply a client gets, its first
+// word the error code (commands.ReplyError).
+type replyError string
+
+func (e replyError) Error() string { return string(e) }
+
+// Reply is the error's reply text.
+func (e replyError) Reply() string { return string(e) }

@@ -17,7 +17,8 @@ func envMap(m map[string]string) func(string) string {
 
 func TestParseConfig(t *testing.T) {
 	defaults := config{addr: defaultAddr, logLevel: slog.LevelInfo, logFormat: "text", protoMaxBulkLen: 512 << 20, flushInterval: 250 * time.Millisecond,
-		protectedMode: true, slowlogSlowerThan: 10000, slowlogMaxLen: 128, eventLoops: 1}
+		protectedMode: true, slowlogSlowerThan: 10000, slowlogMaxLen: 128, eventLoops: 1,
+		backingMode: modeWriteBehind, sharedFallback: fallbackLocal, sharedTimeout: 250 * time.Millisecond, sharedDenyCache: true}
 	with := func(f func(*config)) config {
 		c := defaults
 		f(&c)
@@ -72,7 +73,17 @@ func TestParseConfig(t *testing.T) {
 		}, want: config{addr: "127.0.0.1:7001", shards: 64, logLevel: slog.LevelError, logFormat: "json", protoMaxBulkLen: 2 << 20,
 			backingRedis: "rediss://u:p@h:1", backingPrefix: "p:", flushInterval: 2 * time.Second, backingRequired: true,
 			requirepass: "pw", usersFile: "/u", tlsCertFile: "/c", tlsKeyFile: "/k", tlsCAFile: "/ca",
-			timeout: 30, maxmemory: 100 << 20, slowlogSlowerThan: -1, slowlogMaxLen: 5, metricsAddr: ":9121", eventLoops: 2}},
+			timeout: 30, maxmemory: 100 << 20, slowlogSlowerThan: -1, slowlogMaxLen: 5, metricsAddr: ":9121", eventLoops: 2,
+			backingMode: modeWriteBehind, sharedFallback: fallbackLocal, sharedTimeout: 250 * time.Millisecond, sharedDenyCache: true}},
+		{name: "shared mode", args: []string{"--backing-redis", "redis://h:1", "--backing-mode", "SHARED", "--shared-fallback", "error",
+			"--shared-timeout", "1s", "--shared-deny-cache=false"}, want: with(func(c *config) {
+			c.backingRedis, c.backingMode, c.sharedFallback, c.sharedTimeout, c.sharedDenyCache = "redis://h:1", modeShared, fallbackError, time.Second, false
+		})},
+		{name: "shared mode env", env: map[string]string{"CELLSERVER_BACKING_REDIS": "redis://h:1", "CELLSERVER_BACKING_MODE": "shared",
+			"CELLSERVER_SHARED_FALLBACK": "local", "CELLSERVER_SHARED_TIMEOUT": "100ms", "CELLSERVER_SHARED_DENY_CACHE": "false"},
+			want: with(func(c *config) {
+				c.backingRedis, c.backingMode, c.sharedTimeout, c.sharedDenyCache = "redis://h:1", modeShared, 100*time.Millisecond, false
+			})},
 		{name: "no event loops", args: []string{"--event-loops", "0"}, want: with(func(c *config) { c.eventLoops = 0 })},
 		{name: "protected mode flag", args: []string{"--protected-mode", "no"}, want: with(func(c *config) { c.protectedMode = false })},
 		{name: "maxmemory zero", args: []string{"--maxmemory", "0"}, want: defaults},
@@ -126,6 +137,10 @@ func TestParseConfigRejects(t *testing.T) {
 			stderr: `invalid value "yaml" for environment variable CELLSERVER_LOG_FORMAT: want text or json`},
 		{name: "env bulk len", env: map[string]string{"CELLSERVER_PROTO_MAX_BULK_LEN": "-5"},
 			stderr: `invalid value "-5" for environment variable CELLSERVER_PROTO_MAX_BULK_LEN`},
+		{name: "shared without a store", args: []string{"--backing-mode", "shared"}, stderr: "--backing-mode shared needs a store"},
+		{name: "backing mode word", args: []string{"--backing-mode", "cluster"}, stderr: "want write-behind or shared"},
+		{name: "shared fallback word", args: []string{"--shared-fallback", "open"}, stderr: "want local or error"},
+		{name: "shared timeout zero", args: []string{"--shared-timeout", "0s"}, stderr: "want a positive duration"},
 		{name: "bad env even with other flags", args: []string{"--addr", ":1"}, env: map[string]string{"CELLSERVER_SHARDS": "1.5"},
 			stderr: "CELLSERVER_SHARDS"},
 		{name: "flush interval zero", args: []string{"--flush-interval", "0s"}, stderr: "want a positive duration"},

@@ -1,0 +1,290 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cellserver/cellserver/persist/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+// sharedArgs are the flags of a shared-mode cellserver on the store at url.
+func sharedArgs(url string, extra ...string) []string {
+	return append([]string{"--addr", "127.0.0.1:0", "--backing-redis", url, "--backing-mode", "shared",
+		"--backing-prefix", "t:"}, extra...)
+}
+
+// clusterURL is the --backing-redis of a cluster's nodes.
+func clusterURL(nodes []*redistest.Server) string {
+	addrs := make([]string, len(nodes))
+	for i, n := range nodes {
+		addrs[i] = n.Addr
+	}
+	return "redis://" + strings.Join(addrs, ",")
+}
+
+// exactCase is one limit that 60 connections over three instances call 20
+// times each: exactly limit calls must be admitted in total.
+type exactCase struct {
+	name  string
+	args  []any
+	limit int
+}
+
+// exactCases are one key of each family and one THROTTLE.ALL, with tag
+// putting every key of the THROTTLE.ALL in one hash slot.
+func exactCases(tag string) []exactCase {
+	return []exactCase{
+		{"CL", []any{"CL.THROTTLE", "cl", 99, 100, 3600}, 100},
+		{"SW", []any{"SW.THROTTLE", "sw", 100, "1h"}, 100},
+		{"SWC", []any{"SWC.THROTTLE", "swc", 100, "1h"}, 100},
+		{"FW", []any{"FW.THROTTLE", "fw", 100, "1h"}, 100},
+		// The CL rule admits 100; the others would take more, so a partial
+		// write shows as more than 100 recorded under them.
+		{"ALL", []any{"THROTTLE.ALL", "CL", tag + "a", 99, 100, 3600, "SW", tag + "b", 150, "1h", "FW", tag + "c", 200, "1h"}, 100},
+	}
+}
+
+// runExact drives the cases from 60 connections spread over addrs, 20 calls
+// each (half of them pipelined), and checks that exactly each case's limit
+// was admitted.
+func runExact(t *testing.T, addrs []string, cases []exactCase) {
+	t.Helper()
+	ctx := context.Background()
+	const conns, calls = 60, 20
+	admitted := make([]atomic.Int64, len(cases))
+	var wg sync.WaitGroup
+	for c := range conns {
+		rdb := redis.NewClient(&redis.Options{Addr: addrs[c%len(addrs)], PoolSize: 1, MaxRetries: -1, ReadTimeout: 10 * time.Second})
+		defer rdb.Close()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range cases {
+				var cmds []*redis.Cmd
+				pipe := rdb.Pipeline()
+				for j := range calls {
+					if j%2 == 0 {
+						cmds = append(cmds, pipe.Do(ctx, cases[i].args...))
+						continue
+					}
+					cmds = append(cmds, rdb.Do(ctx, cases[i].args...))
+				}
+				if _, err := pipe.Exec(ctx); err != nil {
+					t.Errorf("%s: pipeline: %v", cases[i].name, err)
+					return
+				}
+				for _, cmd := range cmds {
+					r, err := cmd.Int64Slice()
+					if err != nil {
+						t.Errorf("%s: %v", cases[i].name, err)
+						return
+					}
+					if r[0] == 0 {
+						admitted[i].Add(1)
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for i, c := range cases {
+		if got := admitted[i].Load(); got != int64(c.limit) {
+			t.Errorf("%s: %d admitted over %d calls from three instances, want exactly %d", c.name, got, conns*calls, c.limit)
+		}
+	}
+}
+
+// peek returns a limit's reply to a call of quantity 0.
+func peek(t *testing.T, rdb *redis.Client, args ...any) []int64 {
+	t.Helper()
+	r, err := rdb.Do(context.Background(), args...).Int64Slice()
+	if err != nil {
+		t.Fatalf("%v: %v", args, err)
+	}
+	return r
+}
+
+// TestRunSharedExact: three cellservers in shared mode on one Redis admit
+// exactly the limit of each family and of a THROTTLE.ALL in total, and the
+// THROTTLE.ALL records all or nothing.
+func TestRunSharedExact(t *testing.T) {
+	t.Parallel()
+	store := redistest.Start(t)
+	var addrs []string
+	for range 3 {
+		addrs = append(addrs, startRun(t, sharedArgs(store.URL()), nil).addr)
+	}
+	runExact(t, addrs, exactCases(""))
+	checkAllOrNothing(t, newClient(t, addrs[1]), "")
+	checkNoFallback(t, addrs)
+}
+
+// TestRunSharedExactCluster: the same on a three-node Redis Cluster, with
+// the THROTTLE.ALL's keys sharing a hash tag; keys in different slots get
+// Redis Cluster's CROSSSLOT error and write nothing.
+func TestRunSharedExactCluster(t *testing.T) {
+	t.Parallel()
+	nodes := redistest.StartCluster(t, 3)
+	var addrs []string
+	for range 3 {
+		addrs = append(addrs, startRun(t, sharedArgs(clusterURL(nodes)), nil).addr)
+	}
+	runExact(t, addrs, exactCases("{all}:"))
+	rdb := newClient(t, addrs[0])
+	checkAllOrNothing(t, rdb, "{all}:")
+	checkNoFallback(t, addrs)
+
+	err := rdb.Do(context.Background(), "THROTTLE.ALL", "FW", "x1", 5, "1h", "FW", "x2", 5, "1h").Err()
+	if err == nil || !strings.HasPrefix(err.Error(), "CROSSSLOT Keys in request don't hash to the same slot") {
+		t.Errorf("THROTTLE.ALL across slots: %v, want CROSSSLOT", err)
+	}
+	if n, err := rdb.Exists(context.Background(), "x1", "x2").Result(); err != nil || n != 0 {
+		t.Errorf("a CROSSSLOT THROTTLE.ALL wrote %d keys (%v)", n, err)
+	}
+}
+
+// checkAllOrNothing: the THROTTLE.ALL's SW and FW keys hold exactly the 100
+// requests it admitted, no more.
+func checkAllOrNothing(t *testing.T, rdb *redis.Client, tag string) {
+	t.Helper()
+	if r := peek(t, rdb, "SW.THROTTLE", tag+"b", 150, "1h", 0); r[2] != 50 {
+		t.Errorf("the THROTTLE.ALL's SW key has %d of 150 left, want 50: it recorded requests the call refused", r[2])
+	}
+	if r := peek(t, rdb, "FW.THROTTLE", tag+"c", 200, "1h", 0); r[2] != 100 {
+		t.Errorf("the THROTTLE.ALL's FW key has %d of 200 left, want 100: it recorded requests the call refused", r[2])
+	}
+}
+
+// checkNoFallback: every decision went through the store.
+func checkNoFallback(t *testing.T, addrs []string) {
+	t.Helper()
+	for _, a := range addrs {
+		rdb := newClient(t, a)
+		if v := infoField(t, rdb, "persistence", "shared_local_decisions"); v != "0" {
+			t.Errorf("%s decided %s requests locally, want every one in the store", a, v)
+		}
+		if v := infoField(t, rdb, "persistence", "shared_round_trips"); v == "" || v == "0" {
+			t.Errorf("%s: shared_round_trips %q", a, v)
+		}
+	}
+}
+
+// TestRunSharedKeyspace: the keyspace commands act on the store, so every
+// instance sees a key another created or deleted, and a refusal cached by
+// one instance is dropped when another deletes the key.
+func TestRunSharedKeyspace(t *testing.T) {
+	t.Parallel()
+	store := redistest.Start(t)
+	a := newClient(t, startRun(t, sharedArgs(store.URL()), nil).addr)
+	b := newClient(t, startRun(t, sharedArgs(store.URL()), nil).addr)
+	ctx := context.Background()
+
+	if r := peek(t, a, "CL.THROTTLE", "k", 0, 1, 60); r[0] != 0 {
+		t.Fatalf("first call refused: %v", r)
+	}
+	if r := peek(t, a, "CL.THROTTLE", "k", 0, 1, 60); r[0] != 1 {
+		t.Fatalf("second call admitted: %v", r)
+	}
+	if v, err := b.Type(ctx, "k").Result(); err != nil || v != "string" {
+		t.Errorf("TYPE on the other instance = %q, %v", v, err)
+	}
+	if ms, err := b.PTTL(ctx, "k").Result(); err != nil || ms <= 0 {
+		t.Errorf("PTTL on the other instance = %v, %v", ms, err)
+	}
+	if n, err := b.DBSize(ctx).Result(); err != nil || n != 1 {
+		t.Errorf("DBSIZE = %d, %v", n, err)
+	}
+	if n, err := b.Del(ctx, "k").Result(); err != nil || n != 1 {
+		t.Fatalf("DEL on the other instance = %d, %v", n, err)
+	}
+	// a refused k until it is deleted; the deletion reaches its cache.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		r := peek(t, a, "CL.THROTTLE", "k", 0, 1, 60)
+		if r[0] == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("an instance still refuses a key another instance deleted")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := a.FlushAll(ctx).Err(); err != nil {
+		t.Fatalf("FLUSHALL under a prefix: %v", err)
+	}
+	if n, _ := store.Client(t).DBSize(ctx).Result(); n != 0 {
+		t.Errorf("the store keeps %d keys after FLUSHALL", n)
+	}
+	store.Client(t).Set(ctx, "other-app", "1", 0)
+	noPrefix := newClient(t, startRun(t, []string{"--addr", "127.0.0.1:0", "--backing-redis", store.URL(), "--backing-mode", "shared"}, nil).addr)
+	if err := noPrefix.FlushDB(ctx).Err(); err == nil || !strings.Contains(err.Error(), "--backing-prefix") {
+		t.Errorf("FLUSHDB without a prefix = %v, want a refusal naming --backing-prefix", err)
+	}
+	if n, _ := store.Client(t).Exists(ctx, "other-app").Result(); n != 1 {
+		t.Error("FLUSHDB without a prefix deleted another application's key")
+	}
+}
+
+// TestRunSharedStoreStopped: while the store is stopped (SIGSTOP), a PING on
+// a connection beside 50 clients waiting for it answers at once: no event
+// loop waits on the store. The waiting commands are answered by the local
+// fallback within the timeout, none with an error.
+func TestRunSharedStoreStopped(t *testing.T) {
+	t.Parallel()
+	store := redistest.Start(t)
+	const timeout = time.Second
+	addr := startRun(t, sharedArgs(store.URL(), "--shared-timeout", timeout.String()), nil).addr
+	ctx := context.Background()
+	ping := newClient(t, addr)
+	if err := ping.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	store.Pause()
+	defer store.Resume()
+
+	const waiting = 50
+	var wg sync.WaitGroup
+	errs := make(chan error, waiting)
+	longest := make(chan time.Duration, waiting)
+	for i := range waiting {
+		rdb := newClient(t, addr)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start := time.Now()
+			err := rdb.Do(ctx, "CL.THROTTLE", fmt.Sprint("w", i), 10, 10, 60).Err()
+			longest <- time.Since(start)
+			if err != nil {
+				errs <- err
+			}
+		}()
+	}
+	time.Sleep(100 * time.Millisecond) // the 50 are waiting on the stopped store
+	start := time.Now()
+	if err := ping.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 50*time.Millisecond {
+		t.Errorf("PING beside 50 clients waiting on a stopped store took %v, want within 50ms", d)
+	}
+	wg.Wait()
+	close(errs)
+	close(longest)
+	for err := range errs {
+		t.Errorf("a client got an error while the store was stopped: %v", err)
+	}
+	for d := range longest {
+		if d > timeout+500*time.Millisecond {
+			t.Errorf("a command waited %v, more than the timeout (%v) and some slack", d, timeout)
+		}
+	}
+	if v := infoField(t, ping, "persistence", "shared_fallback_active"); v != "1" {
+		t.Errorf("shared_fallback_active = %q while the store is stopped, want 1", v)
+	}
+}
