@@ -89,13 +89,18 @@ func decideThrottle(now int64, r Rule, rec *Record, quantity int64) (Decision, e
 // every rule has been decided without an error.
 func decideAll(now int64, rules []Rule, states []Record, quantity int64, all bool) (Decision, error) {
 	nowMs := now / 1_000_000
-	vs := make([]verdict, len(rules))
-	sts := make([]keyState, len(rules))
+	var vbuf [4]verdict // a few rules are decided without allocating
+	var sbuf [4]keyState
+	vs, sts := vbuf[:0], sbuf[:0]
+	if len(rules) > len(vbuf) {
+		vs, sts = make([]verdict, 0, len(rules)), make([]keyState, 0, len(rules))
+	}
+	vs, sts = vs[:len(rules)], sts[:len(rules)]
 	for i := range rules {
 		sts[i] = stateOf(&states[i], nowMs)
 	}
 	judge := func(i int, qty int64) error {
-		return judgeState(rules[i], &sts[i], now, qty, &vs[i])
+		return judgeState(&rules[i], &sts[i], now, qty, &vs[i])
 	}
 	forget := func() {
 		for i := range states {
