@@ -3,6 +3,7 @@ package engine
 // Op says which command's semantics Decide follows.
 type Op uint8
 
+// The commands whose semantics Decide follows.
 const (
 	OpThrottle Op = iota + 1 // CL.THROTTLE: one FamilyCL rule (Engine.Throttle)
 	OpWindow                 // SW/SWC/FW.THROTTLE: one window rule (Engine.ThrottleWindow)
@@ -56,6 +57,7 @@ func Decide(now int64, op Op, rules []Rule, states []Record, quantity int64) (De
 	panic("engine: Decide with an unknown Op")
 }
 
+// mustOne panics unless there is exactly one rule.
 func mustOne(rules []Rule) {
 	if len(rules) != 1 {
 		panic("engine: OpThrottle and OpWindow take one rule")
@@ -123,7 +125,7 @@ func decideAll(now int64, rules []Rule, states []Record, quantity int64, all boo
 	} else if err = judge(0, quantity); err == nil {
 		d = vs[0].d
 		if !d.Limited {
-			commit()
+			err = commit()
 		}
 	}
 	if err != nil {
