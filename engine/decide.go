@@ -3,6 +3,7 @@ package engine
 // Op says which command's semantics Decide follows.
 type Op uint8
 
+// The commands whose semantics Decide follows.
 const (
 	OpThrottle Op = iota + 1 // CL.THROTTLE: one FamilyCL rule (Engine.Throttle)
 	OpWindow                 // SW/SWC/FW.THROTTLE: one window rule (Engine.ThrottleWindow)
@@ -53,6 +54,7 @@ func Decide(now int64, op Op, rules []Rule, states []Record, quantity int64) (De
 	panic("engine: Decide with an unknown Op")
 }
 
+// mustOne panics unless there is exactly one rule.
 func mustOne(rules []Rule) {
 	if len(rules) != 1 {
 		panic("engine: OpThrottle and OpWindow take one rule")
@@ -86,13 +88,18 @@ func decideThrottle(now int64, r Rule, rec *Record, quantity int64) (Decision, e
 // every rule has been decided without an error.
 func decideAll(now int64, rules []Rule, states []Record, quantity int64, all bool) (Decision, error) {
 	nowMs := now / 1_000_000
-	vs := make([]verdict, len(rules))
-	sts := make([]keyState, len(rules))
+	var vbuf [4]verdict // a few rules are decided without allocating
+	var sbuf [4]keyState
+	vs, sts := vbuf[:0], sbuf[:0]
+	if len(rules) > len(vbuf) {
+		vs, sts = make([]verdict, 0, len(rules)), make([]keyState, 0, len(rules))
+	}
+	vs, sts = vs[:len(rules)], sts[:len(rules)]
 	for i := range rules {
 		sts[i] = stateOf(&states[i], nowMs)
 	}
 	judge := func(i int, qty int64) error {
-		return judgeState(rules[i], &sts[i], now, qty, &vs[i])
+		return judgeState(&rules[i], &sts[i], now, qty, &vs[i])
 	}
 	forget := func() {
 		for i := range states {
@@ -115,7 +122,7 @@ func decideAll(now int64, rules []Rule, states []Record, quantity int64, all boo
 	} else if err = judge(0, quantity); err == nil {
 		d = vs[0].d
 		if !d.Limited {
-			commit()
+			err = commit()
 		}
 	}
 	if err != nil {

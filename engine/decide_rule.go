@@ -13,9 +13,12 @@ type keyState struct {
 	log     *swLog // SW; read, never changed, by judgeState
 }
 
-// state returns a live entry's state. An SW key's log is the shard's own.
-func (s *shard) state(ent *entry) keyState {
-	st := keyState{family: ent.family()}
+// loadState reads a live entry's state into st, which must be zero. An SW
+// key's log is the shard's own. (It fills st in place rather than return
+// it: copying a struct just built field by field costs the hot path a
+// stalled load.)
+func (s *shard) loadState(ent *entry, st *keyState) {
+	st.family = ent.family()
 	switch st.family {
 	case FamilyCL:
 		st.tat = ent.tat()
@@ -25,13 +28,12 @@ func (s *shard) state(ent *entry) keyState {
 	case FamilySW:
 		st.log = s.log(ent)
 	}
-	return st
 }
 
 // judgeState decides rule r for qty at now on a key's state, without
 // changing it, into v's decision and the state to write should the request
 // be recorded.
-func judgeState(r Rule, st *keyState, now, qty int64, v *verdict) error {
+func judgeState(r *Rule, st *keyState, now, qty int64, v *verdict) error {
 	if st.family != FamilyNone && st.family != r.Family {
 		return ErrWrongType
 	}

@@ -176,9 +176,9 @@ func (e *Engine) judge(s *shard, r Rule, now, qty int64, v *verdict) error {
 	var st keyState
 	if slot, ok := s.lookupSlot(r.Key, nowMs); ok {
 		v.ent, v.slot = &s.entries[slot], slot
-		st = s.state(v.ent)
+		s.loadState(v.ent, &st)
 	}
-	return judgeState(r, &st, now, qty, v)
+	return judgeState(&r, &st, now, qty, v)
 }
 
 // commit writes an admitted verdict. A quantity of 0 never creates a key
