@@ -77,6 +77,7 @@ type Context struct {
 	Tx *engine.Txn
 
 	cmds    *Commands
+	chain   *chain          // orders the commands of an EXEC in shared mode; nil otherwise
 	metrics *commandMetrics // the running command's, or nil
 	stripe  int             // the client's copy of the metrics (stripeOf)
 }

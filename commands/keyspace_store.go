@@ -24,7 +24,7 @@ func strs(args [][]byte) []string {
 
 func storeDel(ctx *Context, w Writer, args [][]byte) {
 	keys := strs(args[1:])
-	ctx.cmds.offload(w, func(c context.Context, st Store, w Writer) {
+	ctx.offload(w, func(c context.Context, st Store, w Writer) {
 		n, err := st.Delete(c, keys)
 		writeIntOr(w, n, err)
 	})
@@ -32,7 +32,7 @@ func storeDel(ctx *Context, w Writer, args [][]byte) {
 
 func storeExists(ctx *Context, w Writer, args [][]byte) {
 	keys := strs(args[1:])
-	ctx.cmds.offload(w, func(c context.Context, st Store, w Writer) {
+	ctx.offload(w, func(c context.Context, st Store, w Writer) {
 		n, err := st.Exists(c, keys)
 		writeIntOr(w, n, err)
 	})
@@ -40,7 +40,7 @@ func storeExists(ctx *Context, w Writer, args [][]byte) {
 
 func storeType(ctx *Context, w Writer, args [][]byte) {
 	key := string(args[1])
-	ctx.cmds.offload(w, func(c context.Context, st Store, w Writer) {
+	ctx.offload(w, func(c context.Context, st Store, w Writer) {
 		v, ok, err := st.Get(c, key)
 		switch {
 		case err != nil:
@@ -57,7 +57,7 @@ func storeType(ctx *Context, w Writer, args [][]byte) {
 
 func storePTTL(ctx *Context, w Writer, args [][]byte) {
 	key := string(args[1])
-	ctx.cmds.offload(w, func(c context.Context, st Store, w Writer) {
+	ctx.offload(w, func(c context.Context, st Store, w Writer) {
 		ms, err := st.PTTL(c, key)
 		writeIntOr(w, ms, err)
 	})
@@ -65,7 +65,7 @@ func storePTTL(ctx *Context, w Writer, args [][]byte) {
 
 func storeTTL(ctx *Context, w Writer, args [][]byte) {
 	key := string(args[1])
-	ctx.cmds.offload(w, func(c context.Context, st Store, w Writer) {
+	ctx.offload(w, func(c context.Context, st Store, w Writer) {
 		ms, err := st.PTTL(c, key)
 		writeIntOr(w, ttlOf(ms), err)
 	})
@@ -73,7 +73,7 @@ func storeTTL(ctx *Context, w Writer, args [][]byte) {
 
 func storeGet(ctx *Context, w Writer, args [][]byte) {
 	key := string(args[1])
-	ctx.cmds.offload(w, func(c context.Context, st Store, w Writer) {
+	ctx.offload(w, func(c context.Context, st Store, w Writer) {
 		v, ok, err := st.Get(c, key)
 		switch {
 		case err != nil:
@@ -89,7 +89,7 @@ func storeGet(ctx *Context, w Writer, args [][]byte) {
 }
 
 func storeDBSize(ctx *Context, w Writer, args [][]byte) {
-	ctx.cmds.offload(w, func(c context.Context, st Store, w Writer) {
+	ctx.offload(w, func(c context.Context, st Store, w Writer) {
 		n, err := st.Len(c)
 		writeIntOr(w, n, err)
 	})
@@ -100,7 +100,7 @@ func storeFlush(ctx *Context, w Writer, args [][]byte) {
 		w.WriteError(msgSyntax)
 		return
 	}
-	ctx.cmds.offload(w, func(c context.Context, st Store, w Writer) {
+	ctx.offload(w, func(c context.Context, st Store, w Writer) {
 		if err := st.Flush(c); err != nil {
 			w.WriteError(storeFailed(err))
 			return
@@ -111,7 +111,7 @@ func storeFlush(ctx *Context, w Writer, args [][]byte) {
 
 func storeKeys(ctx *Context, w Writer, args [][]byte) {
 	pattern := string(args[1])
-	ctx.cmds.offload(w, func(c context.Context, st Store, w Writer) {
+	ctx.offload(w, func(c context.Context, st Store, w Writer) {
 		keys, err := st.Keys(c, pattern)
 		if err != nil {
 			w.WriteError(storeFailed(err))
@@ -128,7 +128,7 @@ func storeScan(ctx *Context, w Writer, args [][]byte) {
 		return
 	}
 	pattern, typ := string(a.pattern), strings.ToLower(string(a.typeName))
-	ctx.cmds.offload(w, func(c context.Context, st Store, w Writer) {
+	ctx.offload(w, func(c context.Context, st Store, w Writer) {
 		keys, next, err := st.Scan(c, a.cursor, pattern, a.count, typ)
 		if err != nil {
 			w.WriteError(storeFailed(err))

@@ -15,7 +15,13 @@ const msgStoreFailed = "ERR the shared store failed: %s"
 // connection can pause the command (its Writer is a Pauser), await returns
 // at once and the reply goes out in order when finish is called; otherwise
 // (a test's writer) it waits here for finish and writes the reply to w.
-func await(w Writer, start func(finish func(write func(Writer)))) {
+// Inside EXEC in shared mode, each such command starts only once the one
+// queued before it has finished, so that the transaction's commands act on
+// the store in order.
+func (ctx *Context) await(w Writer, start func(finish func(write func(Writer)))) {
+	if ctx.chain != nil {
+		start = ctx.chain.after(ctx.cmds, start)
+	}
 	if p := AsPauser(w); p != nil {
 		start(p.Pause())
 		return
@@ -25,13 +31,42 @@ func await(w Writer, start func(finish func(write func(Writer)))) {
 	(<-ch)(w)
 }
 
+// chain orders the commands of one EXEC that finish later: last is closed
+// once the latest of them has finished.
+type chain struct{ last chan struct{} }
+
+// after returns start made to wait for the chain's latest command, and to
+// become the latest itself. Waiting happens on a goroutine of its own,
+// never on the caller's.
+func (ch *chain) after(c *Commands, start func(finish func(func(Writer)))) func(finish func(func(Writer))) {
+	prev, mine := ch.last, make(chan struct{})
+	ch.last = mine
+	return func(finish func(func(Writer))) {
+		done := func(write func(Writer)) {
+			close(mine)
+			finish(write)
+		}
+		if prev == nil {
+			start(done)
+			return
+		}
+		c.workers.Add(1)
+		go func() {
+			defer c.workers.Done()
+			<-prev
+			start(done)
+		}()
+	}
+}
+
 // offload runs fn on a goroutine of its own, against the store, within
 // Options.StoreTimeout, and sends the reply it writes once it is done: the
 // connection's event loop serves other clients meanwhile. fn must not touch
 // the client's state or the command's arguments (copy what it needs first).
-func (c *Commands) offload(w Writer, fn func(ctx context.Context, st Store, w Writer)) {
+func (ctx *Context) offload(w Writer, fn func(ctx context.Context, st Store, w Writer)) {
+	c := ctx.cmds
 	st, timeout := c.opts.Store, c.opts.StoreTimeout
-	await(w, func(finish func(func(Writer))) {
+	ctx.await(w, func(finish func(func(Writer))) {
 		c.workers.Add(1)
 		go func() {
 			defer c.workers.Done()

@@ -35,7 +35,7 @@ func clThrottle(ctx *Context, w Writer, args [][]byte) {
 	// >> Operation
 	if st := ctx.store(); st != nil {
 		t, key := ctx.tally(), args[1]
-		await(w, func(finish func(func(Writer))) {
+		ctx.await(w, func(finish func(func(Writer))) {
 			st.Throttle(key, quota, nums[3], func(res engine.Result, err error) {
 				t.failedIf(err)
 				finish(func(w Writer) { writeThrottle(t, w, res, err) })

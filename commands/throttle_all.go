@@ -2,6 +2,7 @@ package commands
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/cellserver/cellserver/engine"
@@ -72,8 +73,9 @@ func throttleAll(ctx *Context, w Writer, args [][]byte) {
 
 	// >> Operation
 	if st := ctx.store(); st != nil {
+		rules := slices.Clone(a.rules) // the client's buffer is emptied on return
 		storeDecision(ctx, w, a.millis, func(done func(engine.Decision, error)) {
-			st.ThrottleAll(a.rules, a.quantity, done)
+			st.ThrottleAll(rules, a.quantity, done)
 		})
 		return
 	}

@@ -58,6 +58,12 @@ func (c *Commands) exec(ctx *Context, w Writer, args [][]byte) {
 	tx := ctx.Engine().Begin(keys, all)
 	defer tx.End()
 	inner := &Context{Client: ctx.Client, Tx: tx, cmds: c}
+	if c.opts.Store != nil {
+		// In shared mode the commands finish later, in the store: they
+		// act there one after the other, each atomically, but the
+		// transaction as a whole is not atomic.
+		inner.chain = &chain{}
+	}
 	w.WriteArray(len(cmds))
 	for i, cmd := range cmds {
 		c.run(inner, &errorCounter{Writer: w}, cmd, m.queued[i])

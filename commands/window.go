@@ -182,7 +182,7 @@ func writeDecision(t tally, w Writer, d engine.Decision, err error, millis bool)
 // store; its reply goes out when the store has decided.
 func storeDecision(ctx *Context, w Writer, millis bool, decide func(done func(engine.Decision, error))) {
 	t := ctx.tally()
-	await(w, func(finish func(func(Writer))) {
+	ctx.await(w, func(finish func(func(Writer))) {
 		decide(func(d engine.Decision, err error) {
 			t.failedIf(err)
 			finish(func(w Writer) { writeDecision(t, w, d, err, millis) })

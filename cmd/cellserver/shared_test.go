@@ -288,3 +288,40 @@ func TestRunSharedStoreStopped(t *testing.T) {
 		t.Errorf("shared_fallback_active = %q while the store is stopped, want 1", v)
 	}
 }
+
+// TestRunSharedTransaction: MULTI/EXEC in shared mode answers every queued
+// command, in order, each decided in the store.
+func TestRunSharedTransaction(t *testing.T) {
+	t.Parallel()
+	store := redistest.Start(t)
+	rdb := newClient(t, startRun(t, sharedArgs(store.URL()), nil).addr)
+	ctx := context.Background()
+	cmds, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Do(ctx, "CL.THROTTLE", "tx:cl", 0, 1, 60)
+		p.Do(ctx, "CL.THROTTLE", "tx:cl", 0, 1, 60)
+		p.Do(ctx, "PING")
+		p.Do(ctx, "FW.THROTTLE", "tx:fw", 5, "1m", 2)
+		p.Exists(ctx, "tx:cl", "tx:fw", "tx:none")
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("EXEC: %v", err)
+	}
+	// (FW's reset_after, the time to its window's end, varies.)
+	want := []string{"[0 1 0 -1 60]", "[1 1 0 60 60]", "PONG", "[0 5 3 -1 ", "2"}
+	for i, c := range cmds {
+		var got string
+		switch v := c.(type) {
+		case *redis.Cmd:
+			got = fmt.Sprint(v.Val())
+		case *redis.IntCmd:
+			got = fmt.Sprint(v.Val())
+		}
+		if !strings.HasPrefix(got, want[i]) {
+			t.Errorf("queued command %d answered %s, want %s", i, got, want[i])
+		}
+	}
+	if n, _ := store.Client(t).Exists(ctx, "t:tx:cl", "t:tx:fw").Result(); n != 2 {
+		t.Errorf("the store holds %d of the transaction's 2 keys", n)
+	}
+}
