@@ -24,7 +24,7 @@ func clientList(ctx *Context, w Writer, args [][]byte) {
 	switch {
 	case len(args) > 3 && equalFold(args[2], "id"):
 		for _, a := range args[3:] {
-			id, ok := parseRedisInt(a)
+			id, ok := ParseInt(a)
 			if !ok {
 				w.WriteError(msgInvalidClientID)
 				return

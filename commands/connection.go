@@ -67,7 +67,7 @@ func reset(ctx *Context, w Writer, args [][]byte) {
 // fit a C int.
 func selectDB(ctx *Context, w Writer, args [][]byte) {
 	// >> Args
-	index, ok := parseRedisInt(args[1])
+	index, ok := ParseInt(args[1])
 	if !ok || index < math.MinInt32 || index > math.MaxInt32 {
 		w.WriteError(msgSelectInvalid)
 		return

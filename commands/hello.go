@@ -23,7 +23,7 @@ func hello(ctx *Context, w Writer, args [][]byte) {
 	proto := 0
 	next := 1
 	if len(args) >= 2 {
-		v, ok := parseRedisInt(args[1])
+		v, ok := ParseInt(args[1])
 		if !ok {
 			w.WriteError(msgProtoNotInt)
 			return

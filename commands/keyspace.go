@@ -205,7 +205,7 @@ func parseScanArgs(args [][]byte) (scanArgs, string) {
 		case equalFold(opt, "match"):
 			a.pattern = val
 		case equalFold(opt, "count"):
-			n, ok := parseRedisInt(val)
+			n, ok := ParseInt(val)
 			if !ok {
 				return a, msgNotInteger
 			}

@@ -44,12 +44,9 @@ func parseCellInt(b []byte) (int64, bool) {
 // ParseInt parses an integer as Redis's string2ll does: an optional minus
 // sign, digits without leading zeros (except "0"), at most 20 bytes, within
 // int64. It is the one rule for Redis's integers: every command argument
-// read as an integer goes through it (parseRedisInt), and a RESP reader's
-// "*N" and "$N" lengths follow it too. It allocates nothing.
-func ParseInt(b []byte) (int64, bool) { return parseRedisInt(b) }
-
-// parseRedisInt is ParseInt, under the name the handlers use.
-func parseRedisInt(b []byte) (int64, bool) {
+// read as an integer goes through it, and so do the server's RESP "*N" and
+// "$N" lengths. It allocates nothing.
+func ParseInt(b []byte) (int64, bool) {
 	if len(b) == 0 || len(b) > 20 {
 		return 0, false
 	}

@@ -28,7 +28,7 @@ func TestParseCellInt(t *testing.T) {
 	}
 }
 
-func TestParseRedisInt(t *testing.T) {
+func TestParseInt(t *testing.T) {
 	cases := []struct {
 		in   string
 		want int64
@@ -41,9 +41,9 @@ func TestParseRedisInt(t *testing.T) {
 		{"010", 0, false}, {"+1", 0, false}, {"-0", 0, false}, {"", 0, false}, {"-", 0, false},
 	}
 	for _, c := range cases {
-		got, ok := parseRedisInt([]byte(c.in))
+		got, ok := ParseInt([]byte(c.in))
 		if got != c.want || ok != c.ok {
-			t.Errorf("parseRedisInt(%q) = %d, %v; want %d, %v", c.in, got, ok, c.want, c.ok)
+			t.Errorf("ParseInt(%q) = %d, %v; want %d, %v", c.in, got, ok, c.want, c.ok)
 		}
 	}
 }

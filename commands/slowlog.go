@@ -174,7 +174,7 @@ func slowlogGet(ctx *Context, w Writer, args [][]byte) {
 		return
 	}
 	if len(args) == 3 {
-		n, ok := parseRedisInt(args[2])
+		n, ok := ParseInt(args[2])
 		if !ok || n < -1 {
 			w.WriteError(msgSlowlogCount)
 			return

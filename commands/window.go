@@ -103,13 +103,13 @@ func parseWindowArgs(args [][]byte) (windowArgs, string) {
 // parseWindowLimit reads a window family's limit: an integer from 1 to
 // engine.MaxWindowLimit, written as Redis writes integers.
 func parseWindowLimit(b []byte) (int64, bool) {
-	n, ok := parseRedisInt(b)
+	n, ok := ParseInt(b)
 	return n, ok && n >= 1 && n <= engine.MaxWindowLimit
 }
 
 // parseQuantity reads a quantity: an integer of at least 0 (0 peeks).
 func parseQuantity(b []byte) (int64, bool) {
-	n, ok := parseRedisInt(b)
+	n, ok := ParseInt(b)
 	return n, ok && n >= 0
 }
 
