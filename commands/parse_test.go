@@ -39,6 +39,10 @@ func TestParseInt(t *testing.T) {
 		{"-9223372036854775808", math.MinInt64, true},
 		{"9223372036854775808", 0, false}, {"18446744073709551616", 0, false},
 		{"010", 0, false}, {"+1", 0, false}, {"-0", 0, false}, {"", 0, false}, {"-", 0, false},
+		{"1", 1, true}, {"-1", -1, true}, {"-9223372036854775809", 0, false},
+		{"99999999999999999999", 0, false}, {"00", 0, false}, {"01", 0, false},
+		{"1 ", 0, false}, {" 1", 0, false}, {"1-", 0, false}, {"0x1", 0, false},
+		{"000000000000000000001", 0, false}, // 21 bytes: too long, whatever they hold
 	}
 	for _, c := range cases {
 		got, ok := ParseInt([]byte(c.in))
