@@ -189,11 +189,7 @@ func (c *Commands) resolve(args [][]byte) (*Command, string) {
 	if sub := cmd.subcommand(args[1]); sub != nil {
 		return sub, ""
 	}
-	name := args[1]
-	if len(name) > 128 {
-		name = name[:128]
-	}
-	return nil, fmt.Sprintf(msgUnknownSub, oneLine(string(name)), strings.ToUpper(cmd.Name))
+	return nil, fmt.Sprintf(msgUnknownSub, QuoteArg(args[1]), strings.ToUpper(cmd.Name))
 }
 
 // run calls the handler and counts the call, its time and its outcome.
@@ -242,24 +238,19 @@ func (e *errorCounter) WriteError(msg string) {
 	e.Writer.WriteError(msg)
 }
 
-// unknownCommand words Redis 7's reply to an unknown command.
+// unknownCommand words Redis 7's reply to an unknown command: its name cut
+// as QuoteArg cuts it, then its arguments, each quoted, until they have
+// used maxQuotedArg bytes between them.
 func unknownCommand(args [][]byte) string {
 	var b strings.Builder
 	for _, a := range args[1:] {
-		if b.Len() >= 128 {
+		if b.Len() >= maxQuotedArg {
 			break
 		}
-		n := 128 - b.Len()
-		if len(a) < n {
-			n = len(a)
-		}
+		n := min(len(a), maxQuotedArg-b.Len())
 		fmt.Fprintf(&b, "'%s' ", a[:n])
 	}
-	name := args[0]
-	if len(name) > 128 {
-		name = name[:128]
-	}
-	return oneLine(fmt.Sprintf(msgUnknownCommand, name, b.String()))
+	return oneLine(fmt.Sprintf(msgUnknownCommand, QuoteArg(args[0]), b.String()))
 }
 
 // copyArgs copies args, which the connection's reader may reuse.

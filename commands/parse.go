@@ -103,13 +103,14 @@ func equalFold(b []byte, s string) bool {
 }
 
 // maxQuotedArg is the most bytes of an argument an error quotes, as Redis
-// quotes a command's name and arguments.
+// quotes a command's name ("%.128s") and arguments.
 const maxQuotedArg = 128
 
-// quoteArg makes an argument safe to quote in an error: at most
-// maxQuotedArg bytes, on one line. Every error that quotes an argument
-// truncates it here.
-func quoteArg(b []byte) string {
+// QuoteArg makes an argument safe to quote in an error: at most
+// maxQuotedArg bytes, on one line. Every error that cuts what it quotes, as
+// Redis cuts a command's or subcommand's name, cuts it here; the server
+// quotes a panicking command's name with it too.
+func QuoteArg(b []byte) string {
 	if len(b) > maxQuotedArg {
 		b = b[:maxQuotedArg]
 	}

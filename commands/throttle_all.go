@@ -127,7 +127,7 @@ func parseThrottleAll(args [][]byte, rules []engine.Rule) (throttleAllArgs, stri
 		}
 		syn := ruleSyntaxOf(word)
 		if syn == nil {
-			return a, fmt.Sprintf(msgAllUnknown, quoteArg(word))
+			return a, fmt.Sprintf(msgAllUnknown, QuoteArg(word))
 		}
 		num := len(a.rules) + 1
 		fields := args[i+1 : min(i+1+syn.fields, len(args))]

@@ -93,7 +93,7 @@ func parseWindowArgs(args [][]byte) (windowArgs, string) {
 	}
 	for _, opt := range rest {
 		if !equalFold(opt, "ms") {
-			return a, fmt.Sprintf(msgWindowOption, quoteArg(opt))
+			return a, fmt.Sprintf(msgWindowOption, QuoteArg(opt))
 		}
 		a.millis = true
 	}
