@@ -43,8 +43,8 @@ type Client struct {
 	// to queue (which makes EXEC abort).
 	multi *multiState
 
-	// ctx and errs are reused by every command, so dispatch allocates nothing.
-	ctx  Context
+	// cx and errs are reused by every command, so dispatch allocates nothing.
+	cx   Context
 	errs errorCounter
 	// last is the command the client sent last (a top-level command, not a
 	// subcommand): a client usually sends the same command again, and

@@ -69,7 +69,9 @@ type Commands struct {
 	workers sync.WaitGroup
 }
 
-// Context is what a handler gets besides its arguments.
+// Context is what a handler gets besides its arguments. Handlers call it
+// cx, so that it is never mistaken for a context.Context (ctx), which the
+// commands that wait on the Store also hold.
 type Context struct {
 	// Client is the calling connection's state.
 	Client *Client
@@ -82,10 +84,10 @@ type Context struct {
 }
 
 // Engine returns the keyspace.
-func (ctx *Context) Engine() *engine.Engine { return ctx.cmds.opts.Engine }
+func (cx *Context) Engine() *engine.Engine { return cx.cmds.opts.Engine }
 
 // store returns shared mode's store, or nil in memory.
-func (ctx *Context) store() Store { return ctx.cmds.opts.Store }
+func (cx *Context) store() Store { return cx.cmds.opts.Store }
 
 // New builds the command table.
 func New(opts Options) *Commands {
@@ -157,10 +159,10 @@ func (c *Commands) Dispatch(w Writer, cl *Client, args [][]byte) {
 		w.WriteString("QUEUED")
 		return
 	}
-	ctx, ew := &cl.ctx, &cl.errs
-	*ctx = Context{Client: cl, cmds: c}
+	cx, ew := &cl.cx, &cl.errs
+	*cx = Context{Client: cl, cmds: c}
 	*ew = errorCounter{Writer: w}
-	c.run(ctx, ew, cmd, args)
+	c.run(cx, ew, cmd, args)
 }
 
 // resolveFor is resolve, trying first the command cl sent last.
@@ -193,18 +195,18 @@ func (c *Commands) resolve(args [][]byte) (*Command, string) {
 }
 
 // run calls the handler and counts the call, its time and its outcome.
-func (c *Commands) run(ctx *Context, ew *errorCounter, cmd *Command, args [][]byte) {
+func (c *Commands) run(cx *Context, ew *errorCounter, cmd *Command, args [][]byte) {
 	o := c.obs
-	ctx.metrics, ctx.stripe = o.byCommand[cmd], stripeOf(ctx.Client.ID)
-	start := ctx.Client.commandStart()
+	cx.metrics, cx.stripe = o.byCommand[cmd], stripeOf(cx.Client.ID)
+	start := cx.Client.commandStart()
 	if cmd.Shared != nil && c.opts.Store != nil {
-		cmd.Shared(ctx, ew, args)
+		cmd.Shared(cx, ew, args)
 	} else {
-		cmd.Run(ctx, ew, args)
+		cmd.Run(cx, ew, args)
 	}
-	d := ctx.Client.commandEnd(start)
-	c.observe(ctx, o, cmd, args, d, ew.errors)
-	ctx.Client.LastActive = start
+	d := cx.Client.commandEnd(start)
+	c.observe(cx, o, cmd, args, d, ew.errors)
+	cx.Client.LastActive = start
 }
 
 // reject answers a command that could not run (unknown, wrong arity); inside

@@ -22,26 +22,26 @@ func strs(args [][]byte) []string {
 	return out
 }
 
-func storeDel(ctx *Context, w Writer, args [][]byte) {
+func storeDel(cx *Context, w Writer, args [][]byte) {
 	keys := strs(args[1:])
-	ctx.cmds.offload(w, func(c context.Context, st Store, w Writer) {
-		n, err := st.Delete(c, keys)
+	cx.cmds.offload(w, func(ctx context.Context, st Store, w Writer) {
+		n, err := st.Delete(ctx, keys)
 		writeIntOr(w, n, err)
 	})
 }
 
-func storeExists(ctx *Context, w Writer, args [][]byte) {
+func storeExists(cx *Context, w Writer, args [][]byte) {
 	keys := strs(args[1:])
-	ctx.cmds.offload(w, func(c context.Context, st Store, w Writer) {
-		n, err := st.Exists(c, keys)
+	cx.cmds.offload(w, func(ctx context.Context, st Store, w Writer) {
+		n, err := st.Exists(ctx, keys)
 		writeIntOr(w, n, err)
 	})
 }
 
-func storeType(ctx *Context, w Writer, args [][]byte) {
+func storeType(cx *Context, w Writer, args [][]byte) {
 	key := string(args[1])
-	ctx.cmds.offload(w, func(c context.Context, st Store, w Writer) {
-		v, ok, err := st.Get(c, key)
+	cx.cmds.offload(w, func(ctx context.Context, st Store, w Writer) {
+		v, ok, err := st.Get(ctx, key)
 		switch {
 		case err != nil:
 			w.WriteError(storeFailed(err))
@@ -55,26 +55,26 @@ func storeType(ctx *Context, w Writer, args [][]byte) {
 	})
 }
 
-func storePTTL(ctx *Context, w Writer, args [][]byte) {
+func storePTTL(cx *Context, w Writer, args [][]byte) {
 	key := string(args[1])
-	ctx.cmds.offload(w, func(c context.Context, st Store, w Writer) {
-		ms, err := st.PTTL(c, key)
+	cx.cmds.offload(w, func(ctx context.Context, st Store, w Writer) {
+		ms, err := st.PTTL(ctx, key)
 		writeIntOr(w, ms, err)
 	})
 }
 
-func storeTTL(ctx *Context, w Writer, args [][]byte) {
+func storeTTL(cx *Context, w Writer, args [][]byte) {
 	key := string(args[1])
-	ctx.cmds.offload(w, func(c context.Context, st Store, w Writer) {
-		ms, err := st.PTTL(c, key)
+	cx.cmds.offload(w, func(ctx context.Context, st Store, w Writer) {
+		ms, err := st.PTTL(ctx, key)
 		writeIntOr(w, ttlOf(ms), err)
 	})
 }
 
-func storeGet(ctx *Context, w Writer, args [][]byte) {
+func storeGet(cx *Context, w Writer, args [][]byte) {
 	key := string(args[1])
-	ctx.cmds.offload(w, func(c context.Context, st Store, w Writer) {
-		v, ok, err := st.Get(c, key)
+	cx.cmds.offload(w, func(ctx context.Context, st Store, w Writer) {
+		v, ok, err := st.Get(ctx, key)
 		switch {
 		case err != nil:
 			w.WriteError(storeFailed(err))
@@ -88,20 +88,20 @@ func storeGet(ctx *Context, w Writer, args [][]byte) {
 	})
 }
 
-func storeDBSize(ctx *Context, w Writer, args [][]byte) {
-	ctx.cmds.offload(w, func(c context.Context, st Store, w Writer) {
-		n, err := st.Len(c)
+func storeDBSize(cx *Context, w Writer, args [][]byte) {
+	cx.cmds.offload(w, func(ctx context.Context, st Store, w Writer) {
+		n, err := st.Len(ctx)
 		writeIntOr(w, n, err)
 	})
 }
 
-func storeFlush(ctx *Context, w Writer, args [][]byte) {
+func storeFlush(cx *Context, w Writer, args [][]byte) {
 	if !flushArgsOK(args) {
 		w.WriteError(msgSyntax)
 		return
 	}
-	ctx.cmds.offload(w, func(c context.Context, st Store, w Writer) {
-		if err := st.Flush(c); err != nil {
+	cx.cmds.offload(w, func(ctx context.Context, st Store, w Writer) {
+		if err := st.Flush(ctx); err != nil {
 			w.WriteError(storeFailed(err))
 			return
 		}
@@ -109,10 +109,10 @@ func storeFlush(ctx *Context, w Writer, args [][]byte) {
 	})
 }
 
-func storeKeys(ctx *Context, w Writer, args [][]byte) {
+func storeKeys(cx *Context, w Writer, args [][]byte) {
 	pattern := string(args[1])
-	ctx.cmds.offload(w, func(c context.Context, st Store, w Writer) {
-		keys, err := st.Keys(c, pattern)
+	cx.cmds.offload(w, func(ctx context.Context, st Store, w Writer) {
+		keys, err := st.Keys(ctx, pattern)
 		if err != nil {
 			w.WriteError(storeFailed(err))
 			return
@@ -121,15 +121,15 @@ func storeKeys(ctx *Context, w Writer, args [][]byte) {
 	})
 }
 
-func storeScan(ctx *Context, w Writer, args [][]byte) {
+func storeScan(cx *Context, w Writer, args [][]byte) {
 	a, msg := parseScanArgs(args)
 	if msg != "" {
 		w.WriteError(msg)
 		return
 	}
 	pattern, typ := string(a.pattern), strings.ToLower(string(a.typeName))
-	ctx.cmds.offload(w, func(c context.Context, st Store, w Writer) {
-		keys, next, err := st.Scan(c, a.cursor, pattern, a.count, typ)
+	cx.cmds.offload(w, func(ctx context.Context, st Store, w Writer) {
+		keys, next, err := st.Scan(ctx, a.cursor, pattern, a.count, typ)
 		if err != nil {
 			w.WriteError(storeFailed(err))
 			return

@@ -53,7 +53,7 @@ var flagNames = []struct {
 
 // Handler runs one command. args[0] is the command name as the client sent
 // it; the dispatcher has already checked the arity.
-type Handler func(ctx *Context, w Writer, args [][]byte)
+type Handler func(cx *Context, w Writer, args [][]byte)
 
 // Command is one row of the command table.
 type Command struct {

@@ -61,26 +61,26 @@ func isThrottleAllWord(b []byte) bool {
 	return ruleSyntaxOf(b) != nil || equalFold(b, "quantity") || equalFold(b, "ms")
 }
 
-func throttleAll(ctx *Context, w Writer, args [][]byte) {
+func throttleAll(cx *Context, w Writer, args [][]byte) {
 	// >> Args
-	a, msg := parseThrottleAll(args, ctx.Client.rules[:0])
-	defer ctx.Client.keepRules(a.rules)
+	a, msg := parseThrottleAll(args, cx.Client.rules[:0])
+	defer cx.Client.keepRules(a.rules)
 	if msg != "" {
 		w.WriteError(msg)
 		return
 	}
 
 	// >> Operation
-	if st := ctx.store(); st != nil {
-		storeDecision(ctx, w, a.millis, func(done func(engine.Decision, error)) {
+	if st := cx.store(); st != nil {
+		storeDecision(cx, w, a.millis, func(done func(engine.Decision, error)) {
 			st.ThrottleAll(a.rules, a.quantity, done)
 		})
 		return
 	}
-	d, err := ctx.Engine().ThrottleAll(ctx.Tx, a.rules, a.quantity)
+	d, err := cx.Engine().ThrottleAll(cx.Tx, a.rules, a.quantity)
 
 	// >> Response
-	writeDecision(ctx.tally(), w, d, err, a.millis)
+	writeDecision(cx.tally(), w, d, err, a.millis)
 }
 
 // throttleAllKeys returns THROTTLE.ALL's keys, one per rule, or none when

@@ -49,7 +49,7 @@ type windowArgs struct {
 // windowThrottle returns the handler of family f's command name:
 // name key limit window [quantity] [MS].
 func windowThrottle(f engine.Family, name string) Handler {
-	return func(ctx *Context, w Writer, args [][]byte) {
+	return func(cx *Context, w Writer, args [][]byte) {
 		// >> Args
 		a, msg := parseWindowArgs(args)
 		if msg != "" {
@@ -59,16 +59,16 @@ func windowThrottle(f engine.Family, name string) Handler {
 
 		// >> Operation
 		rule := engine.Rule{Key: args[1], Family: f, Window: a.quota}
-		if st := ctx.store(); st != nil {
-			storeDecision(ctx, w, a.millis, func(done func(engine.Decision, error)) {
+		if st := cx.store(); st != nil {
+			storeDecision(cx, w, a.millis, func(done func(engine.Decision, error)) {
 				st.ThrottleWindow(rule, a.quantity, done)
 			})
 			return
 		}
-		d, err := ctx.Engine().ThrottleWindow(ctx.Tx, rule, a.quantity)
+		d, err := cx.Engine().ThrottleWindow(cx.Tx, rule, a.quantity)
 
 		// >> Response
-		writeDecision(ctx.tally(), w, d, err, a.millis)
+		writeDecision(cx.tally(), w, d, err, a.millis)
 	}
 }
 
@@ -180,8 +180,8 @@ func writeDecision(t tally, w Writer, d engine.Decision, err error, millis bool)
 
 // storeDecision sends a window or THROTTLE.ALL decision to the shared
 // store; its reply goes out when the store has decided.
-func storeDecision(ctx *Context, w Writer, millis bool, decide func(done func(engine.Decision, error))) {
-	t := ctx.tally()
+func storeDecision(cx *Context, w Writer, millis bool, decide func(done func(engine.Decision, error))) {
+	t := cx.tally()
 	await(w, func(finish func(func(Writer))) {
 		decide(func(d engine.Decision, err error) {
 			t.failedIf(err)
