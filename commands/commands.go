@@ -131,8 +131,9 @@ func (c *Commands) all() []*Command {
 	return cmds
 }
 
-// Dispatch runs one command for client c and writes its reply to w. Inside
-// MULTI it queues the command instead.
+// Dispatch runs one command for client cl and writes its reply to w, or
+// pauses it (see Pauser); inside MULTI it queues the command instead. It
+// runs on cl's driver, which may be an event loop serving other clients.
 func (c *Commands) Dispatch(w Writer, cl *Client, args [][]byte) {
 	if len(args) == 0 {
 		return
