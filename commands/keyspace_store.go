@@ -22,29 +22,21 @@ func strs(args [][]byte) []string {
 	return out
 }
 
-func storeDel(cx *Context, w Writer, args [][]byte) {
-	keys := strs(args[1:])
-	cx.cmds.offload(w, func(ctx context.Context, st Store, w Writer) {
-		n, err := st.Delete(ctx, keys)
-		writeIntOr(w, n, err)
-	})
-}
+func storeDel(cx *Context, w Writer, args [][]byte)    { storeCount(cx, w, args, Store.Delete) }
+func storeExists(cx *Context, w Writer, args [][]byte) { storeCount(cx, w, args, Store.Exists) }
 
-func storeExists(cx *Context, w Writer, args [][]byte) {
+// storeCount answers with count (Delete, Exists) of the keys args[1:].
+func storeCount(cx *Context, w Writer, args [][]byte, count func(Store, context.Context, []string) (int64, error)) {
 	keys := strs(args[1:])
 	cx.cmds.offload(w, func(ctx context.Context, st Store, w Writer) {
-		n, err := st.Exists(ctx, keys)
+		n, err := count(st, ctx, keys)
 		writeIntOr(w, n, err)
 	})
 }
 
 func storeType(cx *Context, w Writer, args [][]byte) {
-	key := string(args[1])
-	cx.cmds.offload(w, func(ctx context.Context, st Store, w Writer) {
-		v, ok, err := st.Get(ctx, key)
+	storeValue(cx, w, args[1], func(w Writer, v engine.Value, ok bool) {
 		switch {
-		case err != nil:
-			w.WriteError(storeFailed(err))
 		case !ok:
 			w.WriteString("none")
 		case v.Family == engine.FamilyNone:
@@ -55,29 +47,9 @@ func storeType(cx *Context, w Writer, args [][]byte) {
 	})
 }
 
-func storePTTL(cx *Context, w Writer, args [][]byte) {
-	key := string(args[1])
-	cx.cmds.offload(w, func(ctx context.Context, st Store, w Writer) {
-		ms, err := st.PTTL(ctx, key)
-		writeIntOr(w, ms, err)
-	})
-}
-
-func storeTTL(cx *Context, w Writer, args [][]byte) {
-	key := string(args[1])
-	cx.cmds.offload(w, func(ctx context.Context, st Store, w Writer) {
-		ms, err := st.PTTL(ctx, key)
-		writeIntOr(w, ttlOf(ms), err)
-	})
-}
-
 func storeGet(cx *Context, w Writer, args [][]byte) {
-	key := string(args[1])
-	cx.cmds.offload(w, func(ctx context.Context, st Store, w Writer) {
-		v, ok, err := st.Get(ctx, key)
+	storeValue(cx, w, args[1], func(w Writer, v engine.Value, ok bool) {
 		switch {
-		case err != nil:
-			w.WriteError(storeFailed(err))
 		case !ok:
 			w.WriteNull()
 		case v.Family != engine.FamilyCL:
@@ -85,6 +57,35 @@ func storeGet(cx *Context, w Writer, args [][]byte) {
 		default:
 			w.WriteBulkString(strconv.FormatUint(v.TAT, 10))
 		}
+	})
+}
+
+// storeValue reads key's value in the store and answers with write, or
+// with the store's failure.
+func storeValue(cx *Context, w Writer, key []byte, write func(w Writer, v engine.Value, ok bool)) {
+	k := string(key)
+	cx.cmds.offload(w, func(ctx context.Context, st Store, w Writer) {
+		v, ok, err := st.Get(ctx, k)
+		if err != nil {
+			w.WriteError(storeFailed(err))
+			return
+		}
+		write(w, v, ok)
+	})
+}
+
+func storePTTL(cx *Context, w Writer, args [][]byte) {
+	storeExpiry(cx, w, args[1], func(ms int64) int64 { return ms })
+}
+func storeTTL(cx *Context, w Writer, args [][]byte) { storeExpiry(cx, w, args[1], ttlOf) }
+
+// storeExpiry answers with key's time to live in the store, in ms, as unit
+// converts it.
+func storeExpiry(cx *Context, w Writer, key []byte, unit func(ms int64) int64) {
+	k := string(key)
+	cx.cmds.offload(w, func(ctx context.Context, st Store, w Writer) {
+		ms, err := st.PTTL(ctx, k)
+		writeIntOr(w, unit(ms), err)
 	})
 }
 
