@@ -90,6 +90,12 @@ func ttlOf(ms int64) int64 {
 // get returns a CL key's TAT as redis-cell stores it: decimal nanoseconds.
 func get(cx *Context, w Writer, args [][]byte) {
 	v, ok := cx.Engine().Get(cx.Tx, args[1])
+	writeGet(w, v, ok)
+}
+
+// writeGet writes GET's reply for a key's value v (ok false: no key), in
+// memory and in the shared store alike.
+func writeGet(w Writer, v engine.Value, ok bool) {
 	switch {
 	case !ok:
 		w.WriteNull()

@@ -3,7 +3,6 @@ package commands
 import (
 	"context"
 	"errors"
-	"strconv"
 	"strings"
 
 	"github.com/cellserver/cellserver/engine"
@@ -47,18 +46,7 @@ func storeType(cx *Context, w Writer, args [][]byte) {
 	})
 }
 
-func storeGet(cx *Context, w Writer, args [][]byte) {
-	storeValue(cx, w, args[1], func(w Writer, v engine.Value, ok bool) {
-		switch {
-		case !ok:
-			w.WriteNull()
-		case v.Family != engine.FamilyCL:
-			w.WriteError(msgWrongType)
-		default:
-			w.WriteBulkString(strconv.FormatUint(v.TAT, 10))
-		}
-	})
-}
+func storeGet(cx *Context, w Writer, args [][]byte) { storeValue(cx, w, args[1], writeGet) }
 
 // storeValue reads key's value in the store and answers with write, or
 // with the store's failure.
