@@ -214,7 +214,8 @@ func (u *Users) authenticate(name, password []byte) bool {
 // AuthRequired reports whether client cl must authenticate before it may
 // run commands other than AUTH, HELLO, QUIT and RESET. The server asks it to
 // frame an unauthenticated client's requests under Redis's tighter limits.
-// It is called on the client's goroutine.
+// It is called by the connection's driver (its own goroutine or its event
+// loop), like Dispatch.
 func (c *Commands) AuthRequired(cl *Client) bool {
 	return !cl.Authenticated && c.opts.Users.authRequired()
 }

@@ -8,8 +8,8 @@ import (
 
 // Client is the state of one connection that commands read and change.
 // Commands.NewSession makes one per connection, behind the Session the
-// server holds; it is used by one goroutine at a time (the one driving the
-// connection). Other connections see it only as the ClientInfo copies the
+// server holds; it is used by one goroutine at a time: the connection's
+// driver, its own goroutine or an event loop serving many connections. Other connections see it only as the ClientInfo copies the
 // server publishes.
 type Client struct {
 	// ID is the connection's unique, increasing id (CLIENT ID).
@@ -43,8 +43,8 @@ type Client struct {
 	// to queue (which makes EXEC abort).
 	multi *multiState
 
-	// ctx and errs are reused by every command, so dispatch allocates nothing.
-	ctx  Context
+	// cx and errs are reused by every command, so dispatch allocates nothing.
+	cx   Context
 	errs errorCounter
 	// last is the command the client sent last (a top-level command, not a
 	// subcommand): a client usually sends the same command again, and

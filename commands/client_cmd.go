@@ -30,12 +30,12 @@ func clientCommand() *Command {
 	}, nil)
 }
 
-func clientID(ctx *Context, w Writer, args [][]byte) {
-	w.WriteInt(ctx.Client.ID)
+func clientID(cx *Context, w Writer, args [][]byte) {
+	w.WriteInt(cx.Client.ID)
 }
 
 // clientSetName is CLIENT SETNAME name; an empty name clears it.
-func clientSetName(ctx *Context, w Writer, args [][]byte) {
+func clientSetName(cx *Context, w Writer, args [][]byte) {
 	// >> Args
 	name := args[2]
 	if !validClientName(name) {
@@ -44,32 +44,32 @@ func clientSetName(ctx *Context, w Writer, args [][]byte) {
 	}
 
 	// >> Operation
-	ctx.Client.Name = string(name)
-	ctx.Client.changed(EffectInfo)
+	cx.Client.Name = string(name)
+	cx.Client.changed(EffectInfo)
 
 	// >> Response
 	w.WriteString("OK")
 }
 
-func clientGetName(ctx *Context, w Writer, args [][]byte) {
-	if ctx.Client.Name == "" {
+func clientGetName(cx *Context, w Writer, args [][]byte) {
+	if cx.Client.Name == "" {
 		w.WriteNull()
 		return
 	}
-	w.WriteBulkString(ctx.Client.Name)
+	w.WriteBulkString(cx.Client.Name)
 }
 
 // clientSetInfo is CLIENT SETINFO LIB-NAME|LIB-VER value, which client
 // libraries send after HELLO.
-func clientSetInfo(ctx *Context, w Writer, args [][]byte) {
+func clientSetInfo(cx *Context, w Writer, args [][]byte) {
 	// >> Args
 	attr, value := args[2], args[3]
 	var dst *string
 	switch {
 	case equalFold(attr, "lib-name"):
-		dst = &ctx.Client.LibName
+		dst = &cx.Client.LibName
 	case equalFold(attr, "lib-ver"):
-		dst = &ctx.Client.LibVer
+		dst = &cx.Client.LibVer
 	default:
 		w.WriteError(fmt.Sprintf(msgSetInfoOption, oneLine(string(attr))))
 		return
@@ -81,7 +81,7 @@ func clientSetInfo(ctx *Context, w Writer, args [][]byte) {
 
 	// >> Operation
 	*dst = string(value)
-	ctx.Client.changed(EffectInfo)
+	cx.Client.changed(EffectInfo)
 
 	// >> Response
 	w.WriteString("OK")
@@ -89,7 +89,7 @@ func clientSetInfo(ctx *Context, w Writer, args [][]byte) {
 
 // clientOnOff is CLIENT NO-EVICT and NO-TOUCH: cellserver neither evicts
 // keys nor keeps LRU data, so both modes are accepted and change nothing.
-func clientOnOff(ctx *Context, w Writer, args [][]byte) {
+func clientOnOff(cx *Context, w Writer, args [][]byte) {
 	if !equalFold(args[2], "on") && !equalFold(args[2], "off") {
 		w.WriteError(msgSyntax)
 		return
@@ -98,7 +98,7 @@ func clientOnOff(ctx *Context, w Writer, args [][]byte) {
 }
 
 // clientReply is CLIENT REPLY: only ON, the default, is supported.
-func clientReply(ctx *Context, w Writer, args [][]byte) {
+func clientReply(cx *Context, w Writer, args [][]byte) {
 	switch mode := args[2]; {
 	case equalFold(mode, "on"):
 		w.WriteString("OK")
@@ -109,7 +109,7 @@ func clientReply(ctx *Context, w Writer, args [][]byte) {
 	}
 }
 
-func clientHelp(ctx *Context, w Writer, args [][]byte) {
+func clientHelp(cx *Context, w Writer, args [][]byte) {
 	writeHelp(w, "client", []string{
 		"GETNAME",
 		"    Return the name of the current connection.",

@@ -10,21 +10,21 @@ import (
 )
 
 // clientInfo is CLIENT INFO: the caller's line of CLIENT LIST.
-func clientInfo(ctx *Context, w Writer, args [][]byte) {
+func clientInfo(cx *Context, w Writer, args [][]byte) {
 	var b strings.Builder
-	appendClientLine(&b, ctx.Client.Info(), ctx.Client, ctx.Engine().Now())
+	appendClientLine(&b, cx.Client.Info(), cx.Client, cx.Engine().Now())
 	w.WriteVerbatim(b.String())
 }
 
 // clientList is CLIENT LIST [TYPE type] [ID id ...].
-func clientList(ctx *Context, w Writer, args [][]byte) {
+func clientList(cx *Context, w Writer, args [][]byte) {
 	// >> Args
 	var ids []int64
 	normal := true // every cellserver client is of type normal
 	switch {
 	case len(args) > 3 && equalFold(args[2], "id"):
 		for _, a := range args[3:] {
-			id, ok := parseRedisInt(a)
+			id, ok := ParseInt(a)
 			if !ok {
 				w.WriteError(msgInvalidClientID)
 				return
@@ -46,7 +46,7 @@ func clientList(ctx *Context, w Writer, args [][]byte) {
 	}
 
 	// >> Operation
-	clients := connectedClients(ctx)
+	clients := connectedClients(cx)
 	var list []ClientInfo
 	switch {
 	case ids != nil:
@@ -62,12 +62,12 @@ func clientList(ctx *Context, w Writer, args [][]byte) {
 	}
 
 	// >> Response
-	now := ctx.Engine().Now()
+	now := cx.Engine().Now()
 	var b strings.Builder
 	for _, c := range list {
 		var self *Client
-		if c.ID == ctx.Client.ID {
-			self = ctx.Client
+		if c.ID == cx.Client.ID {
+			self = cx.Client
 		}
 		appendClientLine(&b, c, self, now)
 	}
@@ -77,10 +77,10 @@ func clientList(ctx *Context, w Writer, args [][]byte) {
 // connectedClients returns the host's clients sorted by id, with the
 // caller's live state in place of its snapshot (and added if the host's
 // snapshot lacks it).
-func connectedClients(ctx *Context) []ClientInfo {
-	infos := ctx.cmds.opts.Host.Clients()
+func connectedClients(cx *Context) []ClientInfo {
+	infos := cx.cmds.opts.Host.Clients()
 	clients := append(make([]ClientInfo, 0, len(infos)+1), infos...) // the host's slice is not ours to change
-	self := ctx.Client.Info()
+	self := cx.Client.Info()
 	found := false
 	for i := range clients {
 		if clients[i].ID == self.ID {

@@ -2,14 +2,14 @@ package commands
 
 // commandDocs is COMMAND DOCS [name ...]: a map from each known name to its
 // documentation; unknown names are left out, as in Redis.
-func commandDocs(ctx *Context, w Writer, args [][]byte) {
+func commandDocs(cx *Context, w Writer, args [][]byte) {
 	// >> Args
 	var cmds []*Command
 	if len(args) == 2 {
-		cmds = ctx.cmds.table.sorted
+		cmds = cx.cmds.table.sorted
 	}
 	for _, name := range args[2:] {
-		if cmd := ctx.cmds.table.lookupFull(name); cmd != nil {
+		if cmd := cx.cmds.table.lookupFull(name); cmd != nil {
 			cmds = append(cmds, cmd)
 		}
 	}

@@ -32,33 +32,33 @@ func commandCommand() *Command {
 }
 
 // commandAll is COMMAND without a subcommand: every command's COMMAND INFO.
-func commandAll(ctx *Context, w Writer, args [][]byte) {
-	cmds := ctx.cmds.table.sorted
+func commandAll(cx *Context, w Writer, args [][]byte) {
+	cmds := cx.cmds.table.sorted
 	w.WriteArray(len(cmds))
 	for _, cmd := range cmds {
 		writeCommandInfo(w, cmd)
 	}
 }
 
-func commandCount(ctx *Context, w Writer, args [][]byte) {
-	w.WriteInt(int64(len(ctx.cmds.table.sorted)))
+func commandCount(cx *Context, w Writer, args [][]byte) {
+	w.WriteInt(int64(len(cx.cmds.table.sorted)))
 }
 
 // commandInfo is COMMAND INFO [name ...]; an unknown name gets a null.
-func commandInfo(ctx *Context, w Writer, args [][]byte) {
+func commandInfo(cx *Context, w Writer, args [][]byte) {
 	if len(args) == 2 {
-		commandAll(ctx, w, args)
+		commandAll(cx, w, args)
 		return
 	}
 	w.WriteArray(len(args) - 2)
 	for _, name := range args[2:] {
-		writeCommandInfo(w, ctx.cmds.table.lookupFull(name))
+		writeCommandInfo(w, cx.cmds.table.lookupFull(name))
 	}
 }
 
 // commandList is COMMAND LIST [FILTERBY MODULE name|ACLCAT category|PATTERN
 // pattern]: the names of every command and subcommand.
-func commandList(ctx *Context, w Writer, args [][]byte) {
+func commandList(cx *Context, w Writer, args [][]byte) {
 	// >> Args
 	keep := func(*Command) bool { return true }
 	for i := 2; i < len(args); i += 3 {
@@ -83,7 +83,7 @@ func commandList(ctx *Context, w Writer, args [][]byte) {
 
 	// >> Operation
 	var names []string
-	for _, cmd := range ctx.cmds.table.sorted {
+	for _, cmd := range cx.cmds.table.sorted {
 		for _, c := range append([]*Command{cmd}, cmd.Sub...) {
 			if keep(c) {
 				names = append(names, c.Name)
@@ -98,7 +98,7 @@ func commandList(ctx *Context, w Writer, args [][]byte) {
 	}
 }
 
-func commandHelp(ctx *Context, w Writer, args [][]byte) {
+func commandHelp(cx *Context, w Writer, args [][]byte) {
 	writeHelp(w, "command", []string{
 		"(no subcommand)",
 		"    Return details about all Redis commands.",

@@ -1,21 +1,21 @@
 package commands
 
 // commandGetKeys is COMMAND GETKEYS command [arg ...].
-func commandGetKeys(ctx *Context, w Writer, args [][]byte) {
-	getKeys(ctx, w, args[2:], false)
+func commandGetKeys(cx *Context, w Writer, args [][]byte) {
+	getKeys(cx, w, args[2:], false)
 }
 
 // commandGetKeysAndFlags is COMMAND GETKEYSANDFLAGS command [arg ...].
-func commandGetKeysAndFlags(ctx *Context, w Writer, args [][]byte) {
-	getKeys(ctx, w, args[2:], true)
+func commandGetKeysAndFlags(cx *Context, w Writer, args [][]byte) {
+	getKeys(cx, w, args[2:], true)
 }
 
 // getKeys answers with the key arguments of the full command, found from
 // the table's key positions (or the command's Keys function), and with
 // their key-spec flags if asked.
-func getKeys(ctx *Context, w Writer, full [][]byte, withFlags bool) {
+func getKeys(cx *Context, w Writer, full [][]byte, withFlags bool) {
 	// >> Args
-	cmd := ctx.cmds.table.lookup(full[0])
+	cmd := cx.cmds.table.lookup(full[0])
 	if cmd != nil && len(cmd.Sub) > 0 && len(full) >= 2 {
 		cmd = cmd.subcommand(full[1])
 	}

@@ -69,7 +69,9 @@ type Commands struct {
 	workers sync.WaitGroup
 }
 
-// Context is what a handler gets besides its arguments.
+// Context is what a handler gets besides its arguments. Handlers call it
+// cx, so that it is never mistaken for a context.Context (ctx), which the
+// commands that wait on the Store also hold.
 type Context struct {
 	// Client is the calling connection's state.
 	Client *Client
@@ -83,10 +85,10 @@ type Context struct {
 }
 
 // Engine returns the keyspace.
-func (ctx *Context) Engine() *engine.Engine { return ctx.cmds.opts.Engine }
+func (cx *Context) Engine() *engine.Engine { return cx.cmds.opts.Engine }
 
 // store returns shared mode's store, or nil in memory.
-func (ctx *Context) store() Store { return ctx.cmds.opts.Store }
+func (cx *Context) store() Store { return cx.cmds.opts.Store }
 
 // New builds the command table.
 func New(opts Options) *Commands {
@@ -130,8 +132,9 @@ func (c *Commands) all() []*Command {
 	return cmds
 }
 
-// Dispatch runs one command for client c and writes its reply to w. Inside
-// MULTI it queues the command instead.
+// Dispatch runs one command for client cl and writes its reply to w, or
+// pauses it (see Pauser); inside MULTI it queues the command instead. It
+// runs on cl's driver, which may be an event loop serving other clients.
 func (c *Commands) Dispatch(w Writer, cl *Client, args [][]byte) {
 	if len(args) == 0 {
 		return
@@ -158,10 +161,10 @@ func (c *Commands) Dispatch(w Writer, cl *Client, args [][]byte) {
 		w.WriteString("QUEUED")
 		return
 	}
-	ctx, ew := &cl.ctx, &cl.errs
-	*ctx = Context{Client: cl, cmds: c}
+	cx, ew := &cl.cx, &cl.errs
+	*cx = Context{Client: cl, cmds: c}
 	*ew = errorCounter{Writer: w}
-	c.run(ctx, ew, cmd, args)
+	c.run(cx, ew, cmd, args)
 }
 
 // resolveFor is resolve, trying first the command cl sent last.
@@ -190,26 +193,22 @@ func (c *Commands) resolve(args [][]byte) (*Command, string) {
 	if sub := cmd.subcommand(args[1]); sub != nil {
 		return sub, ""
 	}
-	name := args[1]
-	if len(name) > 128 {
-		name = name[:128]
-	}
-	return nil, fmt.Sprintf(msgUnknownSub, oneLine(string(name)), strings.ToUpper(cmd.Name))
+	return nil, fmt.Sprintf(msgUnknownSub, QuoteArg(args[1]), strings.ToUpper(cmd.Name))
 }
 
 // run calls the handler and counts the call, its time and its outcome.
-func (c *Commands) run(ctx *Context, ew *errorCounter, cmd *Command, args [][]byte) {
+func (c *Commands) run(cx *Context, ew *errorCounter, cmd *Command, args [][]byte) {
 	o := c.obs
-	ctx.metrics, ctx.stripe = o.byCommand[cmd], stripeOf(ctx.Client.ID)
-	start := ctx.Client.commandStart()
+	cx.metrics, cx.stripe = o.byCommand[cmd], stripeOf(cx.Client.ID)
+	start := cx.Client.commandStart()
 	if cmd.Shared != nil && c.opts.Store != nil {
-		cmd.Shared(ctx, ew, args)
+		cmd.Shared(cx, ew, args)
 	} else {
-		cmd.Run(ctx, ew, args)
+		cmd.Run(cx, ew, args)
 	}
-	d := ctx.Client.commandEnd(start)
-	c.observe(ctx, o, cmd, args, d, ew.errors)
-	ctx.Client.LastActive = start
+	d := cx.Client.commandEnd(start)
+	c.observe(cx, o, cmd, args, d, ew.errors)
+	cx.Client.LastActive = start
 }
 
 // reject answers a command that could not run (unknown, wrong arity); inside
@@ -243,24 +242,19 @@ func (e *errorCounter) WriteError(msg string) {
 	e.Writer.WriteError(msg)
 }
 
-// unknownCommand words Redis 7's reply to an unknown command.
+// unknownCommand words Redis 7's reply to an unknown command: its name cut
+// as QuoteArg cuts it, then its arguments, each quoted, until they have
+// used maxQuotedArg bytes between them.
 func unknownCommand(args [][]byte) string {
 	var b strings.Builder
 	for _, a := range args[1:] {
-		if b.Len() >= 128 {
+		if b.Len() >= maxQuotedArg {
 			break
 		}
-		n := 128 - b.Len()
-		if len(a) < n {
-			n = len(a)
-		}
+		n := min(len(a), maxQuotedArg-b.Len())
 		fmt.Fprintf(&b, "'%s' ", a[:n])
 	}
-	name := args[0]
-	if len(name) > 128 {
-		name = name[:128]
-	}
-	return oneLine(fmt.Sprintf(msgUnknownCommand, name, b.String()))
+	return oneLine(fmt.Sprintf(msgUnknownCommand, QuoteArg(args[0]), b.String()))
 }
 
 // copyArgs copies args, which the connection's reader may reuse.

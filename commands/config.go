@@ -31,12 +31,12 @@ func configCommand() *Command {
 // configGet is CONFIG GET pattern [pattern ...]. As in Redis, a name
 // without glob characters is looked up in any case and answered under the
 // name as given; a pattern matches names in any case.
-func configGet(ctx *Context, w Writer, args [][]byte) {
+func configGet(cx *Context, w Writer, args [][]byte) {
 	// >> Args
 	patterns := args[2:]
 
 	// >> Operation
-	params := ctx.cmds.configParams()
+	params := cx.cmds.configParams()
 	var found []Setting
 	seen := make(map[string]bool)
 	add := func(name string, p Setting) {
@@ -73,14 +73,14 @@ func configGet(ctx *Context, w Writer, args [][]byte) {
 // configSet is CONFIG SET name value [name value ...]. No parameter can be
 // changed at run time, so the first name decides the error, as the first
 // bad one does in Redis.
-func configSet(ctx *Context, w Writer, args [][]byte) {
+func configSet(cx *Context, w Writer, args [][]byte) {
 	// The table's arity says "at least four"; the rest must come in pairs.
 	if len(args)%2 != 0 {
 		w.WriteError(fmt.Sprintf(msgWrongArity, "config|set"))
 		return
 	}
 	name := oneLine(string(args[2]))
-	if _, ok := ctx.cmds.setting(string(args[2])); ok {
+	if _, ok := cx.cmds.setting(string(args[2])); ok {
 		w.WriteError(fmt.Sprintf(msgConfigImmutable, name))
 		return
 	}
@@ -88,12 +88,12 @@ func configSet(ctx *Context, w Writer, args [][]byte) {
 }
 
 // configResetStat is CONFIG RESETSTAT: it zeroes the command counters.
-func configResetStat(ctx *Context, w Writer, args [][]byte) {
-	ctx.cmds.resetStats()
+func configResetStat(cx *Context, w Writer, args [][]byte) {
+	cx.cmds.resetStats()
 	w.WriteString("OK")
 }
 
-func configHelp(ctx *Context, w Writer, args [][]byte) {
+func configHelp(cx *Context, w Writer, args [][]byte) {
 	writeHelp(w, "config", []string{
 		"GET <pattern>",
 		"    Return parameters matching the glob-like <pattern> and their values.",

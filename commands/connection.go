@@ -30,7 +30,7 @@ func connectionCommands() []*Command {
 }
 
 // ping answers PONG, or echoes its one optional argument.
-func ping(ctx *Context, w Writer, args [][]byte) {
+func ping(cx *Context, w Writer, args [][]byte) {
 	// The table's arity says "at least one"; PING takes at most two.
 	if len(args) > 2 {
 		w.WriteError(fmt.Sprintf(msgWrongArity, "ping"))
@@ -43,31 +43,31 @@ func ping(ctx *Context, w Writer, args [][]byte) {
 	w.WriteString("PONG")
 }
 
-func echo(ctx *Context, w Writer, args [][]byte) {
+func echo(cx *Context, w Writer, args [][]byte) {
 	w.WriteBulk(args[1])
 }
 
 // quit answers OK and asks the server to close the connection once the
 // reply is flushed.
-func quit(ctx *Context, w Writer, args [][]byte) {
-	ctx.Client.Close = true
-	ctx.Client.changed(EffectQuit)
+func quit(cx *Context, w Writer, args [][]byte) {
+	cx.Client.Close = true
+	cx.Client.changed(EffectQuit)
 	w.WriteString("OK")
 }
 
 // reset leaves MULTI, forgets the name and goes back to RESP2; the reply
 // is already in RESP2, as in Redis.
-func reset(ctx *Context, w Writer, args [][]byte) {
-	ctx.Client.reset()
-	switchProto(w, ctx.Client.Proto)
+func reset(cx *Context, w Writer, args [][]byte) {
+	cx.Client.reset()
+	switchProto(w, cx.Client.Proto)
 	w.WriteString("RESET")
 }
 
 // selectDB is SELECT: there is one database, 0. Like Redis, the index must
 // fit a C int.
-func selectDB(ctx *Context, w Writer, args [][]byte) {
+func selectDB(cx *Context, w Writer, args [][]byte) {
 	// >> Args
-	index, ok := parseRedisInt(args[1])
+	index, ok := ParseInt(args[1])
 	if !ok || index < math.MinInt32 || index > math.MaxInt32 {
 		w.WriteError(msgSelectInvalid)
 		return

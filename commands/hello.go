@@ -18,12 +18,12 @@ const defaultUser = "default"
 // AUTH or SETNAME before a failing option stays done (HELLO 3 AUTH u p FOO
 // authenticates, then answers the syntax error), and a client that is still
 // not authenticated after them gets NOAUTH with the protocol unchanged.
-func hello(ctx *Context, w Writer, args [][]byte) {
+func hello(cx *Context, w Writer, args [][]byte) {
 	// >> Args
 	proto := 0
 	next := 1
 	if len(args) >= 2 {
-		v, ok := parseRedisInt(args[1])
+		v, ok := ParseInt(args[1])
 		if !ok {
 			w.WriteError(msgProtoNotInt)
 			return
@@ -36,12 +36,12 @@ func hello(ctx *Context, w Writer, args [][]byte) {
 	}
 
 	// >> Operation
-	cl := ctx.Client
+	cl := cx.Client
 	for i := next; i < len(args); i++ {
 		more := len(args) - 1 - i
 		switch opt := args[i]; {
 		case equalFold(opt, "auth") && more >= 2:
-			if !ctx.cmds.login(cl, args[i+1], args[i+2]) {
+			if !cx.cmds.login(cl, args[i+1], args[i+2]) {
 				w.WriteError(msgHelloAuth)
 				return
 			}
@@ -59,7 +59,7 @@ func hello(ctx *Context, w Writer, args [][]byte) {
 			return
 		}
 	}
-	if ctx.cmds.AuthRequired(cl) {
+	if cx.cmds.AuthRequired(cl) {
 		w.WriteError(msgHelloNoAuth)
 		return
 	}
@@ -91,7 +91,7 @@ func hello(ctx *Context, w Writer, args [][]byte) {
 // default user, and is refused with Redis's text when the default user has
 // no password. A failed attempt changes nothing: a client authenticated
 // before stays so, as in Redis.
-func auth(ctx *Context, w Writer, args [][]byte) {
+func auth(cx *Context, w Writer, args [][]byte) {
 	// >> Args
 	if len(args) > 3 {
 		w.WriteError(msgSyntax)
@@ -100,13 +100,13 @@ func auth(ctx *Context, w Writer, args [][]byte) {
 	name, password := []byte(defaultUser), args[1]
 	if len(args) == 3 {
 		name, password = args[1], args[2]
-	} else if !ctx.cmds.opts.Users.PasswordSet() {
+	} else if !cx.cmds.opts.Users.PasswordSet() {
 		w.WriteError(msgAuthNoPassword)
 		return
 	}
 
 	// >> Operation
-	if !ctx.cmds.login(ctx.Client, name, password) {
+	if !cx.cmds.login(cx.Client, name, password) {
 		w.WriteError(msgHelloAuth)
 		return
 	}

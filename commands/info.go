@@ -17,7 +17,7 @@ type infoSection struct {
 	// byDefault puts the section in a plain INFO.
 	byDefault bool
 	// write appends the section, header included.
-	write func(b *strings.Builder, ctx *Context)
+	write func(b *strings.Builder, cx *Context)
 }
 
 // infoSections lists INFO's sections in Redis 7.0's order.
@@ -33,9 +33,9 @@ func infoSections() []infoSection {
 		{[]string{"module_list", "modules"}, true, func(b *strings.Builder, _ *Context) {
 			b.WriteString("# Modules\r\n")
 		}},
-		{[]string{"commandstats"}, false, func(b *strings.Builder, ctx *Context) {
+		{[]string{"commandstats"}, false, func(b *strings.Builder, cx *Context) {
 			b.WriteString("# Commandstats\r\n")
-			ctx.cmds.writeCommandStats(b)
+			cx.cmds.writeCommandStats(b)
 		}},
 		{[]string{"cluster"}, true, func(b *strings.Builder, _ *Context) {
 			b.WriteString("# Cluster\r\ncluster_enabled:0\r\n")
@@ -47,7 +47,7 @@ func infoSections() []infoSection {
 // info is INFO [section ...]. Section names are case-insensitive; "default"
 // is the plain INFO's sections, "all" and "everything" are every section;
 // an unknown name adds nothing, so INFO of only unknown names is empty.
-func info(ctx *Context, w Writer, args [][]byte) {
+func info(cx *Context, w Writer, args [][]byte) {
 	// >> Args
 	sections := infoSections()
 	all := false
@@ -75,15 +75,15 @@ func info(ctx *Context, w Writer, args [][]byte) {
 		if b.Len() > 0 {
 			b.WriteString("\r\n")
 		}
-		s.write(&b, ctx)
+		s.write(&b, cx)
 	}
 
 	// >> Response
 	w.WriteVerbatim(b.String())
 }
 
-func infoServer(b *strings.Builder, ctx *Context) {
-	c := ctx.cmds
+func infoServer(b *strings.Builder, cx *Context) {
+	c := cx.cmds
 	uptime := int64(time.Since(c.started) / time.Second)
 	exe, _ := os.Executable()
 	fmt.Fprintf(b, "# Server\r\n"+
@@ -93,14 +93,14 @@ func infoServer(b *strings.Builder, ctx *Context) {
 		"executable:%s\r\nconfig_file:\r\nio_threads_active:0\r\n"+
 		"cellserver_version:%s\r\ngo_version:%s\r\n",
 		redisVersion, runtime.GOOS, runtime.GOARCH, strconv.IntSize, os.Getpid(), c.opts.Host.Stats().TCPPort,
-		ctx.Engine().Now().UnixMicro(), uptime, uptime/(24*3600),
+		cx.Engine().Now().UnixMicro(), uptime, uptime/(24*3600),
 		exe, c.opts.Version, runtime.Version())
 }
 
-func infoClients(b *strings.Builder, ctx *Context) {
+func infoClients(b *strings.Builder, cx *Context) {
 	fmt.Fprintf(b, "# Clients\r\nconnected_clients:%d\r\ncluster_connections:0\r\n",
-		ctx.cmds.opts.Host.Stats().ConnectedClients)
-	if v, ok := ctx.cmds.setting("maxclients"); ok {
+		cx.cmds.opts.Host.Stats().ConnectedClients)
+	if v, ok := cx.cmds.setting("maxclients"); ok {
 		fmt.Fprintf(b, "maxclients:%s\r\n", v)
 	}
 	b.WriteString("blocked_clients:0\r\ntracking_clients:0\r\n")
@@ -111,37 +111,37 @@ func infoClients(b *strings.Builder, ctx *Context) {
 // used_memory_dataset is the keyspace's estimate, the figure maxmemory
 // bounds; its policy is always Redis's volatile-ttl (every key has a TTL,
 // and the soonest to expire go first).
-func infoMemory(b *strings.Builder, ctx *Context) {
+func infoMemory(b *strings.Builder, cx *Context) {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	rss := m.Sys - m.HeapReleased
-	maxBytes := uint64(ctx.Engine().MaxMemory())
+	maxBytes := uint64(cx.Engine().MaxMemory())
 	fmt.Fprintf(b, "# Memory\r\n"+
 		"used_memory:%d\r\nused_memory_human:%s\r\nused_memory_rss:%d\r\nused_memory_rss_human:%s\r\n"+
 		"used_memory_dataset:%d\r\n"+
 		"maxmemory:%d\r\nmaxmemory_human:%s\r\nmaxmemory_policy:%s\r\nmem_allocator:go\r\n"+
 		"go_heap_objects:%d\r\ngo_gc_count:%d\r\n",
 		m.HeapAlloc, bytesToHuman(m.HeapAlloc), rss, bytesToHuman(rss),
-		ctx.Engine().Used(),
+		cx.Engine().Used(),
 		maxBytes, bytesToHuman(maxBytes), maxmemoryPolicy, m.HeapObjects, m.NumGC)
 }
 
-func infoPersistence(b *strings.Builder, ctx *Context) {
+func infoPersistence(b *strings.Builder, cx *Context) {
 	fmt.Fprintf(b, "# Persistence\r\n"+
 		"loading:0\r\nasync_loading:0\r\nrdb_changes_since_last_save:0\r\nrdb_bgsave_in_progress:0\r\n"+
 		"rdb_last_save_time:%d\r\nrdb_last_bgsave_status:ok\r\n"+
 		"aof_enabled:0\r\naof_rewrite_in_progress:0\r\naof_rewrite_scheduled:0\r\n"+
 		"aof_last_bgrewrite_status:ok\r\naof_last_write_status:ok\r\n",
-		ctx.cmds.started.Unix())
-	if p := ctx.cmds.opts.Persistence; p != nil {
+		cx.cmds.started.Unix())
+	if p := cx.cmds.opts.Persistence; p != nil {
 		for _, f := range p() {
 			fmt.Fprintf(b, "%s:%s\r\n", f.Name, f.Value)
 		}
 	}
 }
 
-func infoStats(b *strings.Builder, ctx *Context) {
-	c := ctx.cmds
+func infoStats(b *strings.Builder, cx *Context) {
+	c := cx.cmds
 	host := c.opts.Host.Stats()
 	processed, errors := c.totals()
 	fmt.Fprintf(b, "# Stats\r\n"+
@@ -150,7 +150,7 @@ func infoStats(b *strings.Builder, ctx *Context) {
 		"pubsub_channels:0\r\npubsub_patterns:0\r\npubsubshard_channels:0\r\n"+
 		"total_error_replies:%d\r\n",
 		host.TotalConnections, processed, host.RejectedConnections,
-		ctx.Engine().ExpiredKeys(), ctx.Engine().EvictedKeys(), errors)
+		cx.Engine().ExpiredKeys(), cx.Engine().EvictedKeys(), errors)
 	allowed, limited := c.decisions()
 	fmt.Fprintf(b, "throttle_allowed_calls:%d\r\nthrottle_limited_calls:%d\r\n", allowed, limited)
 }
@@ -178,9 +178,9 @@ func infoCPU(b *strings.Builder, _ *Context) {
 
 // infoKeyspace reports the one database. Every cellserver key expires, so
 // expires equals keys.
-func infoKeyspace(b *strings.Builder, ctx *Context) {
+func infoKeyspace(b *strings.Builder, cx *Context) {
 	b.WriteString("# Keyspace\r\n")
-	if n := ctx.Engine().Len(ctx.Tx); n > 0 {
+	if n := cx.Engine().Len(cx.Tx); n > 0 {
 		fmt.Fprintf(b, "db0:keys=%d,expires=%d,avg_ttl=0\r\n", n, n)
 	}
 }

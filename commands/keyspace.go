@@ -44,38 +44,38 @@ func keyspaceCommands() []*Command {
 }
 
 // del is DEL and UNLINK: both free a key at once here.
-func del(ctx *Context, w Writer, args [][]byte) {
+func del(cx *Context, w Writer, args [][]byte) {
 	n := int64(0)
 	for _, k := range args[1:] {
-		if ctx.Engine().Delete(ctx.Tx, k) {
+		if cx.Engine().Delete(cx.Tx, k) {
 			n++
 		}
 	}
 	w.WriteInt(n)
 }
 
-func exists(ctx *Context, w Writer, args [][]byte) {
+func exists(cx *Context, w Writer, args [][]byte) {
 	n := int64(0)
 	for _, k := range args[1:] {
-		if _, ok := ctx.Engine().Get(ctx.Tx, k); ok {
+		if _, ok := cx.Engine().Get(cx.Tx, k); ok {
 			n++
 		}
 	}
 	w.WriteInt(n)
 }
 
-func typeCmd(ctx *Context, w Writer, args [][]byte) {
-	v, _ := ctx.Engine().Get(ctx.Tx, args[1])
+func typeCmd(cx *Context, w Writer, args [][]byte) {
+	v, _ := cx.Engine().Get(cx.Tx, args[1])
 	w.WriteString(v.Family.TypeName())
 }
 
-func pttl(ctx *Context, w Writer, args [][]byte) {
-	w.WriteInt(ctx.Engine().PTTL(ctx.Tx, args[1]))
+func pttl(cx *Context, w Writer, args [][]byte) {
+	w.WriteInt(cx.Engine().PTTL(cx.Tx, args[1]))
 }
 
 // ttl rounds the remaining milliseconds to the nearest second, as Redis does.
-func ttl(ctx *Context, w Writer, args [][]byte) {
-	w.WriteInt(ttlOf(ctx.Engine().PTTL(ctx.Tx, args[1])))
+func ttl(cx *Context, w Writer, args [][]byte) {
+	w.WriteInt(ttlOf(cx.Engine().PTTL(cx.Tx, args[1])))
 }
 
 // ttlOf is TTL's answer for PTTL's ms: the seconds rounded to the nearest,
@@ -88,8 +88,14 @@ func ttlOf(ms int64) int64 {
 }
 
 // get returns a CL key's TAT as redis-cell stores it: decimal nanoseconds.
-func get(ctx *Context, w Writer, args [][]byte) {
-	v, ok := ctx.Engine().Get(ctx.Tx, args[1])
+func get(cx *Context, w Writer, args [][]byte) {
+	v, ok := cx.Engine().Get(cx.Tx, args[1])
+	writeGet(w, v, ok)
+}
+
+// writeGet writes GET's reply for a key's value v (ok false: no key), in
+// memory and in the shared store alike.
+func writeGet(w Writer, v engine.Value, ok bool) {
 	switch {
 	case !ok:
 		w.WriteNull()
@@ -101,18 +107,18 @@ func get(ctx *Context, w Writer, args [][]byte) {
 	}
 }
 
-func dbsize(ctx *Context, w Writer, args [][]byte) {
-	w.WriteInt(int64(ctx.Engine().Len(ctx.Tx)))
+func dbsize(cx *Context, w Writer, args [][]byte) {
+	w.WriteInt(int64(cx.Engine().Len(cx.Tx)))
 }
 
 // flush is FLUSHDB and FLUSHALL; there is one database. ASYNC and SYNC are
 // accepted and both free the keys at once.
-func flush(ctx *Context, w Writer, args [][]byte) {
+func flush(cx *Context, w Writer, args [][]byte) {
 	if !flushArgsOK(args) {
 		w.WriteError(msgSyntax)
 		return
 	}
-	ctx.Engine().Flush(ctx.Tx)
+	cx.Engine().Flush(cx.Tx)
 	w.WriteString("OK")
 }
 
@@ -123,13 +129,13 @@ func flushArgsOK(args [][]byte) bool {
 }
 
 // keys lists the live keys matching a glob pattern.
-func keys(ctx *Context, w Writer, args [][]byte) {
+func keys(cx *Context, w Writer, args [][]byte) {
 	pattern := args[1]
 	all := len(pattern) == 1 && pattern[0] == '*'
 	var out []string
-	e := ctx.Engine()
+	e := cx.Engine()
 	for cursor := uint64(0); ; {
-		cursor = e.Scan(ctx.Tx, cursor, e.Shards()<<20, func(k string, _ engine.Family) {
+		cursor = e.Scan(cx.Tx, cursor, e.Shards()<<20, func(k string, _ engine.Family) {
 			if all || globMatch(pattern, []byte(k)) {
 				out = append(out, k)
 			}
@@ -152,7 +158,7 @@ func writeKeys(w Writer, keys []string) {
 // scan is SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]. The cursor
 // walks shards: every key present for the whole iteration is returned
 // exactly once, and COUNT is the least number of keys looked at per call.
-func scan(ctx *Context, w Writer, args [][]byte) {
+func scan(cx *Context, w Writer, args [][]byte) {
 	// >> Args
 	a, msg := parseScanArgs(args)
 	if msg != "" {
@@ -164,9 +170,9 @@ func scan(ctx *Context, w Writer, args [][]byte) {
 	// >> Operation
 	var out []string
 	cursor := a.cursor
-	if cursor < uint64(ctx.Engine().Shards()) {
+	if cursor < uint64(cx.Engine().Shards()) {
 		limit := int(min(a.count, int64(1<<30)))
-		cursor = ctx.Engine().Scan(ctx.Tx, cursor, limit, func(k string, f engine.Family) {
+		cursor = cx.Engine().Scan(cx.Tx, cursor, limit, func(k string, f engine.Family) {
 			if a.typeName != nil && !equalFold(a.typeName, f.TypeName()) {
 				return
 			}
@@ -205,7 +211,7 @@ func parseScanArgs(args [][]byte) (scanArgs, string) {
 		case equalFold(opt, "match"):
 			a.pattern = val
 		case equalFold(opt, "count"):
-			n, ok := parseRedisInt(val)
+			n, ok := ParseInt(val)
 			if !ok {
 				return a, msgNotInteger
 			}

@@ -3,7 +3,6 @@ package commands
 import (
 	"context"
 	"errors"
-	"strconv"
 	"strings"
 
 	"github.com/cellserver/cellserver/engine"
@@ -22,29 +21,21 @@ func strs(args [][]byte) []string {
 	return out
 }
 
-func storeDel(ctx *Context, w Writer, args [][]byte) {
+func storeDel(cx *Context, w Writer, args [][]byte)    { storeCount(cx, w, args, Store.Delete) }
+func storeExists(cx *Context, w Writer, args [][]byte) { storeCount(cx, w, args, Store.Exists) }
+
+// storeCount answers with count (Delete, Exists) of the keys args[1:].
+func storeCount(cx *Context, w Writer, args [][]byte, count func(Store, context.Context, []string) (int64, error)) {
 	keys := strs(args[1:])
-	ctx.offload(w, func(c context.Context, st Store, w Writer) {
-		n, err := st.Delete(c, keys)
+	cx.offload(w, func(ctx context.Context, st Store, w Writer) {
+		n, err := count(st, ctx, keys)
 		writeIntOr(w, n, err)
 	})
 }
 
-func storeExists(ctx *Context, w Writer, args [][]byte) {
-	keys := strs(args[1:])
-	ctx.offload(w, func(c context.Context, st Store, w Writer) {
-		n, err := st.Exists(c, keys)
-		writeIntOr(w, n, err)
-	})
-}
-
-func storeType(ctx *Context, w Writer, args [][]byte) {
-	key := string(args[1])
-	ctx.offload(w, func(c context.Context, st Store, w Writer) {
-		v, ok, err := st.Get(c, key)
+func storeType(cx *Context, w Writer, args [][]byte) {
+	storeValue(cx, w, args[1], func(w Writer, v engine.Value, ok bool) {
 		switch {
-		case err != nil:
-			w.WriteError(storeFailed(err))
 		case !ok:
 			w.WriteString("none")
 		case v.Family == engine.FamilyNone:
@@ -55,53 +46,51 @@ func storeType(ctx *Context, w Writer, args [][]byte) {
 	})
 }
 
-func storePTTL(ctx *Context, w Writer, args [][]byte) {
-	key := string(args[1])
-	ctx.offload(w, func(c context.Context, st Store, w Writer) {
-		ms, err := st.PTTL(c, key)
-		writeIntOr(w, ms, err)
-	})
-}
+func storeGet(cx *Context, w Writer, args [][]byte) { storeValue(cx, w, args[1], writeGet) }
 
-func storeTTL(ctx *Context, w Writer, args [][]byte) {
-	key := string(args[1])
-	ctx.offload(w, func(c context.Context, st Store, w Writer) {
-		ms, err := st.PTTL(c, key)
-		writeIntOr(w, ttlOf(ms), err)
-	})
-}
-
-func storeGet(ctx *Context, w Writer, args [][]byte) {
-	key := string(args[1])
-	ctx.offload(w, func(c context.Context, st Store, w Writer) {
-		v, ok, err := st.Get(c, key)
-		switch {
-		case err != nil:
+// storeValue reads key's value in the store and answers with write, or
+// with the store's failure.
+func storeValue(cx *Context, w Writer, key []byte, write func(w Writer, v engine.Value, ok bool)) {
+	k := string(key)
+	cx.offload(w, func(ctx context.Context, st Store, w Writer) {
+		v, ok, err := st.Get(ctx, k)
+		if err != nil {
 			w.WriteError(storeFailed(err))
-		case !ok:
-			w.WriteNull()
-		case v.Family != engine.FamilyCL:
-			w.WriteError(msgWrongType)
-		default:
-			w.WriteBulkString(strconv.FormatUint(v.TAT, 10))
+			return
 		}
+		write(w, v, ok)
 	})
 }
 
-func storeDBSize(ctx *Context, w Writer, args [][]byte) {
-	ctx.offload(w, func(c context.Context, st Store, w Writer) {
-		n, err := st.Len(c)
+func storePTTL(cx *Context, w Writer, args [][]byte) {
+	storeExpiry(cx, w, args[1], func(ms int64) int64 { return ms })
+}
+func storeTTL(cx *Context, w Writer, args [][]byte) { storeExpiry(cx, w, args[1], ttlOf) }
+
+// storeExpiry answers with key's time to live in the store, in ms, as unit
+// converts it.
+func storeExpiry(cx *Context, w Writer, key []byte, unit func(ms int64) int64) {
+	k := string(key)
+	cx.offload(w, func(ctx context.Context, st Store, w Writer) {
+		ms, err := st.PTTL(ctx, k)
+		writeIntOr(w, unit(ms), err)
+	})
+}
+
+func storeDBSize(cx *Context, w Writer, args [][]byte) {
+	cx.offload(w, func(ctx context.Context, st Store, w Writer) {
+		n, err := st.Len(ctx)
 		writeIntOr(w, n, err)
 	})
 }
 
-func storeFlush(ctx *Context, w Writer, args [][]byte) {
+func storeFlush(cx *Context, w Writer, args [][]byte) {
 	if !flushArgsOK(args) {
 		w.WriteError(msgSyntax)
 		return
 	}
-	ctx.offload(w, func(c context.Context, st Store, w Writer) {
-		if err := st.Flush(c); err != nil {
+	cx.offload(w, func(ctx context.Context, st Store, w Writer) {
+		if err := st.Flush(ctx); err != nil {
 			w.WriteError(storeFailed(err))
 			return
 		}
@@ -109,10 +98,10 @@ func storeFlush(ctx *Context, w Writer, args [][]byte) {
 	})
 }
 
-func storeKeys(ctx *Context, w Writer, args [][]byte) {
+func storeKeys(cx *Context, w Writer, args [][]byte) {
 	pattern := string(args[1])
-	ctx.offload(w, func(c context.Context, st Store, w Writer) {
-		keys, err := st.Keys(c, pattern)
+	cx.offload(w, func(ctx context.Context, st Store, w Writer) {
+		keys, err := st.Keys(ctx, pattern)
 		if err != nil {
 			w.WriteError(storeFailed(err))
 			return
@@ -121,15 +110,15 @@ func storeKeys(ctx *Context, w Writer, args [][]byte) {
 	})
 }
 
-func storeScan(ctx *Context, w Writer, args [][]byte) {
+func storeScan(cx *Context, w Writer, args [][]byte) {
 	a, msg := parseScanArgs(args)
 	if msg != "" {
 		w.WriteError(msg)
 		return
 	}
 	pattern, typ := string(a.pattern), strings.ToLower(string(a.typeName))
-	ctx.offload(w, func(c context.Context, st Store, w Writer) {
-		keys, next, err := st.Scan(c, a.cursor, pattern, a.count, typ)
+	cx.offload(w, func(ctx context.Context, st Store, w Writer) {
+		keys, next, err := st.Scan(ctx, a.cursor, pattern, a.count, typ)
 		if err != nil {
 			w.WriteError(storeFailed(err))
 			return

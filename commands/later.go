@@ -18,9 +18,9 @@ const msgStoreFailed = "ERR the shared store failed: %s"
 // Inside EXEC in shared mode, each such command starts only once the one
 // queued before it has finished, so that the transaction's commands act on
 // the store in order.
-func (ctx *Context) await(w Writer, start func(finish func(write func(Writer)))) {
-	if ctx.chain != nil {
-		start = ctx.chain.after(ctx.cmds, start)
+func (cx *Context) await(w Writer, start func(finish func(write func(Writer)))) {
+	if cx.chain != nil {
+		start = cx.chain.after(cx.cmds, start)
 	}
 	if p := AsPauser(w); p != nil {
 		start(p.Pause())
@@ -63,10 +63,10 @@ func (ch *chain) after(c *Commands, start func(finish func(func(Writer)))) func(
 // Options.StoreTimeout, and sends the reply it writes once it is done: the
 // connection's event loop serves other clients meanwhile. fn must not touch
 // the client's state or the command's arguments (copy what it needs first).
-func (ctx *Context) offload(w Writer, fn func(ctx context.Context, st Store, w Writer)) {
-	c := ctx.cmds
+func (cx *Context) offload(w Writer, fn func(ctx context.Context, st Store, w Writer)) {
+	c := cx.cmds
 	st, timeout := c.opts.Store, c.opts.StoreTimeout
-	ctx.await(w, func(finish func(func(Writer))) {
+	cx.await(w, func(finish func(func(Writer))) {
 		c.workers.Add(1)
 		go func() {
 			defer c.workers.Done()

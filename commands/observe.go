@@ -181,12 +181,12 @@ func (c *Commands) newObserver() *observer {
 // observe records what a command took, for the slow log and metrics.
 // For a command that is not slow it costs a few atomic additions and
 // allocates nothing.
-func (c *Commands) observe(ctx *Context, o *observer, cmd *Command, args [][]byte, d time.Duration, errors int) {
-	if m := ctx.metrics; m != nil {
-		m.stripes[ctx.stripe].record(d, errors, m.decides)
+func (c *Commands) observe(cx *Context, o *observer, cmd *Command, args [][]byte, d time.Duration, errors int) {
+	if m := cx.metrics; m != nil {
+		m.stripes[cx.stripe].record(d, errors, m.decides)
 	}
 	if sl := o.slowlog; sl != nil && d >= sl.threshold {
-		sl.add(ctx, cmd, args, d)
+		sl.add(cx, cmd, args, d)
 	}
 }
 
@@ -199,7 +199,7 @@ type tally struct {
 }
 
 // tally returns the running command's tally.
-func (ctx *Context) tally() tally { return tally{ctx.metrics, ctx.stripe} }
+func (cx *Context) tally() tally { return tally{cx.metrics, cx.stripe} }
 
 // decided counts the answer of a deciding command (CL.THROTTLE): allowed,
 // or limited. Its handler calls it as it writes the answer; observe counts

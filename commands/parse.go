@@ -44,12 +44,9 @@ func parseCellInt(b []byte) (int64, bool) {
 // ParseInt parses an integer as Redis's string2ll does: an optional minus
 // sign, digits without leading zeros (except "0"), at most 20 bytes, within
 // int64. It is the one rule for Redis's integers: every command argument
-// read as an integer goes through it (parseRedisInt), and a RESP reader's
-// "*N" and "$N" lengths follow it too. It allocates nothing.
-func ParseInt(b []byte) (int64, bool) { return parseRedisInt(b) }
-
-// parseRedisInt is ParseInt, under the name the handlers use.
-func parseRedisInt(b []byte) (int64, bool) {
+// read as an integer goes through it, and so do the server's RESP "*N" and
+// "$N" lengths. It allocates nothing.
+func ParseInt(b []byte) (int64, bool) {
 	if len(b) == 0 || len(b) > 20 {
 		return 0, false
 	}
@@ -106,13 +103,14 @@ func equalFold(b []byte, s string) bool {
 }
 
 // maxQuotedArg is the most bytes of an argument an error quotes, as Redis
-// quotes a command's name and arguments.
+// quotes a command's name ("%.128s") and arguments.
 const maxQuotedArg = 128
 
-// quoteArg makes an argument safe to quote in an error: at most
-// maxQuotedArg bytes, on one line. Every error that quotes an argument
-// truncates it here.
-func quoteArg(b []byte) string {
+// QuoteArg makes an argument safe to quote in an error: at most
+// maxQuotedArg bytes, on one line. Every error that cuts what it quotes, as
+// Redis cuts a command's or subcommand's name, cuts it here; the server
+// quotes a panicking command's name with it too.
+func QuoteArg(b []byte) string {
 	if len(b) > maxQuotedArg {
 		b = b[:maxQuotedArg]
 	}

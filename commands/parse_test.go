@@ -28,7 +28,7 @@ func TestParseCellInt(t *testing.T) {
 	}
 }
 
-func TestParseRedisInt(t *testing.T) {
+func TestParseInt(t *testing.T) {
 	cases := []struct {
 		in   string
 		want int64
@@ -39,11 +39,15 @@ func TestParseRedisInt(t *testing.T) {
 		{"-9223372036854775808", math.MinInt64, true},
 		{"9223372036854775808", 0, false}, {"18446744073709551616", 0, false},
 		{"010", 0, false}, {"+1", 0, false}, {"-0", 0, false}, {"", 0, false}, {"-", 0, false},
+		{"1", 1, true}, {"-1", -1, true}, {"-9223372036854775809", 0, false},
+		{"99999999999999999999", 0, false}, {"00", 0, false}, {"01", 0, false},
+		{"1 ", 0, false}, {" 1", 0, false}, {"1-", 0, false}, {"0x1", 0, false},
+		{"000000000000000000001", 0, false}, // 21 bytes: too long, whatever they hold
 	}
 	for _, c := range cases {
-		got, ok := parseRedisInt([]byte(c.in))
+		got, ok := ParseInt([]byte(c.in))
 		if got != c.want || ok != c.ok {
-			t.Errorf("parseRedisInt(%q) = %d, %v; want %d, %v", c.in, got, ok, c.want, c.ok)
+			t.Errorf("ParseInt(%q) = %d, %v; want %d, %v", c.in, got, ok, c.want, c.ok)
 		}
 	}
 }

@@ -19,8 +19,8 @@ func (c *Commands) serverCommands() []*Command {
 }
 
 // timeCmd is TIME: the engine's clock as Unix seconds and microseconds.
-func timeCmd(ctx *Context, w Writer, args [][]byte) {
-	now := ctx.Engine().Now()
+func timeCmd(cx *Context, w Writer, args [][]byte) {
+	now := cx.Engine().Now()
 	w.WriteArray(2)
 	w.WriteBulkString(strconv.FormatInt(now.Unix(), 10))
 	w.WriteBulkString(strconv.Itoa(now.Nanosecond() / 1000))

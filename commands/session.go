@@ -24,7 +24,10 @@ const (
 
 // Session is one connection's command state, as the server sees it. The
 // server makes one per connection with Commands.NewSession and calls it
-// from one goroutine at a time; it is not safe for concurrent use.
+// from one goroutine at a time, the connection's driver; it is not safe for
+// concurrent use. The driver may be an event loop serving many connections,
+// where one slow Dispatch holds every client of that loop: a command that
+// waits (on the shared Store) pauses instead (Pauser) and completes later.
 type Session interface {
 	// StartBatch says the commands of one read from the socket are about
 	// to run, one after the other, the first at now.

@@ -50,16 +50,16 @@ func newSlowlog(slowerThan int64, maxLen int) *slowlog {
 
 // add records a command that took d. Only commands at or above the
 // threshold get here: the arguments are copied outside the lock.
-func (sl *slowlog) add(ctx *Context, cmd *Command, args [][]byte, d time.Duration) {
+func (sl *slowlog) add(cx *Context, cmd *Command, args [][]byte, d time.Duration) {
 	if cmd.Name == "exec" {
 		return // Redis logs the queued commands, not EXEC (CMD_SKIP_SLOWLOG)
 	}
 	e := slowlogEntry{
-		unix:   ctx.Engine().Now().Unix(),
+		unix:   cx.Engine().Now().Unix(),
 		micros: d.Microseconds(),
 		args:   slowlogArgs(cmd.Name, args),
-		addr:   ctx.Client.Addr,
-		name:   ctx.Client.Name,
+		addr:   cx.Client.Addr,
+		name:   cx.Client.Name,
 	}
 	sl.mu.Lock()
 	defer sl.mu.Unlock()
@@ -166,7 +166,7 @@ func slowlogCommand() *Command {
 // slowlogGet is SLOWLOG GET [count]: the newest count entries (10 by
 // default, -1 for all), each [id, unix time, microseconds, arguments,
 // client address, client name].
-func slowlogGet(ctx *Context, w Writer, args [][]byte) {
+func slowlogGet(cx *Context, w Writer, args [][]byte) {
 	// >> Args
 	count := int64(10)
 	if len(args) > 3 {
@@ -174,7 +174,7 @@ func slowlogGet(ctx *Context, w Writer, args [][]byte) {
 		return
 	}
 	if len(args) == 3 {
-		n, ok := parseRedisInt(args[2])
+		n, ok := ParseInt(args[2])
 		if !ok || n < -1 {
 			w.WriteError(msgSlowlogCount)
 			return
@@ -184,7 +184,7 @@ func slowlogGet(ctx *Context, w Writer, args [][]byte) {
 
 	// >> Operation
 	var entries []slowlogEntry
-	if sl := ctx.cmds.obs.slowlog; sl != nil {
+	if sl := cx.cmds.obs.slowlog; sl != nil {
 		if count == -1 || count > int64(sl.maxLen) {
 			count = int64(sl.maxLen)
 		}
@@ -208,9 +208,9 @@ func slowlogGet(ctx *Context, w Writer, args [][]byte) {
 }
 
 // slowlogLen is SLOWLOG LEN.
-func slowlogLen(ctx *Context, w Writer, args [][]byte) {
+func slowlogLen(cx *Context, w Writer, args [][]byte) {
 	n := 0
-	if sl := ctx.cmds.obs.slowlog; sl != nil {
+	if sl := cx.cmds.obs.slowlog; sl != nil {
 		n = sl.len()
 	}
 	w.WriteInt(int64(n))
@@ -218,8 +218,8 @@ func slowlogLen(ctx *Context, w Writer, args [][]byte) {
 
 // slowlogReset is SLOWLOG RESET: it empties the slow log; entry ids go on
 // from where they were.
-func slowlogReset(ctx *Context, w Writer, args [][]byte) {
-	if sl := ctx.cmds.obs.slowlog; sl != nil {
+func slowlogReset(cx *Context, w Writer, args [][]byte) {
+	if sl := cx.cmds.obs.slowlog; sl != nil {
 		sl.reset()
 	}
 	w.WriteString("OK")
@@ -227,7 +227,7 @@ func slowlogReset(ctx *Context, w Writer, args [][]byte) {
 
 // slowlogHelp is SLOWLOG HELP, in Redis 7.0's words (its last line is
 // "Prints this help.", where writeHelp has "Print").
-func slowlogHelp(ctx *Context, w Writer, args [][]byte) {
+func slowlogHelp(cx *Context, w Writer, args [][]byte) {
 	lines := []string{
 		"SLOWLOG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 		"GET [<count>]",

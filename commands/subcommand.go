@@ -12,7 +12,7 @@ import (
 func withSubcommands(cmd *Command, bare Handler) *Command {
 	cmd.Run = bare
 	if bare == nil {
-		cmd.Run = func(ctx *Context, w Writer, args [][]byte) {
+		cmd.Run = func(cx *Context, w Writer, args [][]byte) {
 			w.WriteError(fmt.Sprintf(msgWrongArity, cmd.Name))
 		}
 	}

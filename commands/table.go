@@ -52,8 +52,11 @@ var flagNames = []struct {
 }
 
 // Handler runs one command. args[0] is the command name as the client sent
-// it; the dispatcher has already checked the arity.
-type Handler func(ctx *Context, w Writer, args [][]byte)
+// it; the dispatcher has already checked the arity. It runs on the
+// connection's driver, perhaps an event loop that other clients wait on, so
+// it never waits itself: a command that must wait for I/O pauses its reply
+// (Pauser, await) or runs off the loop (Commands.offload).
+type Handler func(cx *Context, w Writer, args [][]byte)
 
 // Command is one row of the command table.
 type Command struct {

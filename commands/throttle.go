@@ -14,7 +14,7 @@ func throttleCommands() []*Command {
 
 // clThrottle is CL.THROTTLE key max_burst count period [quantity], answering
 // as redis-cell 0.5 does, errors included.
-func clThrottle(ctx *Context, w Writer, args [][]byte) {
+func clThrottle(cx *Context, w Writer, args [][]byte) {
 	// >> Args
 	if len(args) != 5 && len(args) != 6 {
 		w.WriteError(msgCellUsage)
@@ -33,9 +33,9 @@ func clThrottle(ctx *Context, w Writer, args [][]byte) {
 	quota := engine.GCRAQuota{MaxBurst: nums[0], Count: nums[1], Period: nums[2]}
 
 	// >> Operation
-	if st := ctx.store(); st != nil {
-		t, key := ctx.tally(), args[1]
-		ctx.await(w, func(finish func(func(Writer))) {
+	if st := cx.store(); st != nil {
+		t, key := cx.tally(), args[1]
+		cx.await(w, func(finish func(func(Writer))) {
 			st.Throttle(key, quota, nums[3], func(res engine.Result, err error) {
 				t.failedIf(err)
 				finish(func(w Writer) { writeThrottle(t, w, res, err) })
@@ -43,10 +43,10 @@ func clThrottle(ctx *Context, w Writer, args [][]byte) {
 		})
 		return
 	}
-	res, err := ctx.Engine().Throttle(ctx.Tx, args[1], quota, nums[3])
+	res, err := cx.Engine().Throttle(cx.Tx, args[1], quota, nums[3])
 
 	// >> Response
-	writeThrottle(ctx.tally(), w, res, err)
+	writeThrottle(cx.tally(), w, res, err)
 }
 
 // writeThrottle writes CL.THROTTLE's reply: its decision, or the reply to

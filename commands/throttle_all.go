@@ -62,27 +62,27 @@ func isThrottleAllWord(b []byte) bool {
 	return ruleSyntaxOf(b) != nil || equalFold(b, "quantity") || equalFold(b, "ms")
 }
 
-func throttleAll(ctx *Context, w Writer, args [][]byte) {
+func throttleAll(cx *Context, w Writer, args [][]byte) {
 	// >> Args
-	a, msg := parseThrottleAll(args, ctx.Client.rules[:0])
-	defer ctx.Client.keepRules(a.rules)
+	a, msg := parseThrottleAll(args, cx.Client.rules[:0])
+	defer cx.Client.keepRules(a.rules)
 	if msg != "" {
 		w.WriteError(msg)
 		return
 	}
 
 	// >> Operation
-	if st := ctx.store(); st != nil {
+	if st := cx.store(); st != nil {
 		rules := slices.Clone(a.rules) // the client's buffer is emptied on return
-		storeDecision(ctx, w, a.millis, func(done func(engine.Decision, error)) {
+		storeDecision(cx, w, a.millis, func(done func(engine.Decision, error)) {
 			st.ThrottleAll(rules, a.quantity, done)
 		})
 		return
 	}
-	d, err := ctx.Engine().ThrottleAll(ctx.Tx, a.rules, a.quantity)
+	d, err := cx.Engine().ThrottleAll(cx.Tx, a.rules, a.quantity)
 
 	// >> Response
-	writeDecision(ctx.tally(), w, d, err, a.millis)
+	writeDecision(cx.tally(), w, d, err, a.millis)
 }
 
 // throttleAllKeys returns THROTTLE.ALL's keys, one per rule, or none when
@@ -129,7 +129,7 @@ func parseThrottleAll(args [][]byte, rules []engine.Rule) (throttleAllArgs, stri
 		}
 		syn := ruleSyntaxOf(word)
 		if syn == nil {
-			return a, fmt.Sprintf(msgAllUnknown, quoteArg(word))
+			return a, fmt.Sprintf(msgAllUnknown, QuoteArg(word))
 		}
 		num := len(a.rules) + 1
 		fields := args[i+1 : min(i+1+syn.fields, len(args))]

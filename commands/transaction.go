@@ -14,35 +14,35 @@ func (c *Commands) transactionCommands() []*Command {
 	}
 }
 
-func multi(ctx *Context, w Writer, args [][]byte) {
-	if ctx.Client.multi != nil {
+func multi(cx *Context, w Writer, args [][]byte) {
+	if cx.Client.multi != nil {
 		w.WriteError(msgMultiNested)
 		return
 	}
-	ctx.Client.multi = &multiState{}
-	ctx.Client.changed(EffectInfo)
+	cx.Client.multi = &multiState{}
+	cx.Client.changed(EffectInfo)
 	w.WriteString("OK")
 }
 
-func discard(ctx *Context, w Writer, args [][]byte) {
-	if ctx.Client.multi == nil {
+func discard(cx *Context, w Writer, args [][]byte) {
+	if cx.Client.multi == nil {
 		w.WriteError(msgDiscardNoMulti)
 		return
 	}
-	ctx.Client.multi = nil
-	ctx.Client.changed(EffectInfo)
+	cx.Client.multi = nil
+	cx.Client.changed(EffectInfo)
 	w.WriteString("OK")
 }
 
 // exec runs the queued commands atomically and replies with their replies.
-func (c *Commands) exec(ctx *Context, w Writer, args [][]byte) {
-	m := ctx.Client.multi
+func (c *Commands) exec(cx *Context, w Writer, args [][]byte) {
+	m := cx.Client.multi
 	if m == nil {
 		w.WriteError(msgExecNoMulti)
 		return
 	}
-	ctx.Client.multi = nil
-	ctx.Client.changed(EffectInfo)
+	cx.Client.multi = nil
+	cx.Client.changed(EffectInfo)
 	if m.failed {
 		w.WriteError(msgExecAbort)
 		return
@@ -55,9 +55,9 @@ func (c *Commands) exec(ctx *Context, w Writer, args [][]byte) {
 		keys = append(keys, cmds[i].keys(q)...)
 		all = all || cmds[i].Flags&FlagAllKeys != 0
 	}
-	tx := ctx.Engine().Begin(keys, all)
+	tx := cx.Engine().Begin(keys, all)
 	defer tx.End()
-	inner := &Context{Client: ctx.Client, Tx: tx, cmds: c}
+	inner := &Context{Client: cx.Client, Tx: tx, cmds: c}
 	if c.opts.Store != nil {
 		// In shared mode the commands finish later, in the store: they
 		// act there one after the other, each atomically, but the

@@ -49,7 +49,7 @@ type windowArgs struct {
 // windowThrottle returns the handler of family f's command name:
 // name key limit window [quantity] [MS].
 func windowThrottle(f engine.Family, name string) Handler {
-	return func(ctx *Context, w Writer, args [][]byte) {
+	return func(cx *Context, w Writer, args [][]byte) {
 		// >> Args
 		a, msg := parseWindowArgs(args)
 		if msg != "" {
@@ -59,16 +59,16 @@ func windowThrottle(f engine.Family, name string) Handler {
 
 		// >> Operation
 		rule := engine.Rule{Key: args[1], Family: f, Window: a.quota}
-		if st := ctx.store(); st != nil {
-			storeDecision(ctx, w, a.millis, func(done func(engine.Decision, error)) {
+		if st := cx.store(); st != nil {
+			storeDecision(cx, w, a.millis, func(done func(engine.Decision, error)) {
 				st.ThrottleWindow(rule, a.quantity, done)
 			})
 			return
 		}
-		d, err := ctx.Engine().ThrottleWindow(ctx.Tx, rule, a.quantity)
+		d, err := cx.Engine().ThrottleWindow(cx.Tx, rule, a.quantity)
 
 		// >> Response
-		writeDecision(ctx.tally(), w, d, err, a.millis)
+		writeDecision(cx.tally(), w, d, err, a.millis)
 	}
 }
 
@@ -93,7 +93,7 @@ func parseWindowArgs(args [][]byte) (windowArgs, string) {
 	}
 	for _, opt := range rest {
 		if !equalFold(opt, "ms") {
-			return a, fmt.Sprintf(msgWindowOption, quoteArg(opt))
+			return a, fmt.Sprintf(msgWindowOption, QuoteArg(opt))
 		}
 		a.millis = true
 	}
@@ -103,13 +103,13 @@ func parseWindowArgs(args [][]byte) (windowArgs, string) {
 // parseWindowLimit reads a window family's limit: an integer from 1 to
 // engine.MaxWindowLimit, written as Redis writes integers.
 func parseWindowLimit(b []byte) (int64, bool) {
-	n, ok := parseRedisInt(b)
+	n, ok := ParseInt(b)
 	return n, ok && n >= 1 && n <= engine.MaxWindowLimit
 }
 
 // parseQuantity reads a quantity: an integer of at least 0 (0 peeks).
 func parseQuantity(b []byte) (int64, bool) {
-	n, ok := parseRedisInt(b)
+	n, ok := ParseInt(b)
 	return n, ok && n >= 0
 }
 
@@ -180,9 +180,9 @@ func writeDecision(t tally, w Writer, d engine.Decision, err error, millis bool)
 
 // storeDecision sends a window or THROTTLE.ALL decision to the shared
 // store; its reply goes out when the store has decided.
-func storeDecision(ctx *Context, w Writer, millis bool, decide func(done func(engine.Decision, error))) {
-	t := ctx.tally()
-	ctx.await(w, func(finish func(func(Writer))) {
+func storeDecision(cx *Context, w Writer, millis bool, decide func(done func(engine.Decision, error))) {
+	t := cx.tally()
+	cx.await(w, func(finish func(func(Writer))) {
 		decide(func(d engine.Decision, err error) {
 			t.failedIf(err)
 			finish(func(w Writer) { writeDecision(t, w, d, err, millis) })

@@ -41,7 +41,8 @@ type Pauser interface {
 	// replies and returns the function that completes it; the command then
 	// writes nothing more to this Writer. complete must be called exactly
 	// once, from any goroutine (even before Pause's caller returns); write
-	// runs later on the connection's own driver goroutine with a Writer
+	// runs later on the connection's driver (its goroutine or its event
+	// loop) with a Writer
 	// positioned at the reserved place, in the RESP version the client
 	// spoke when Pause was called.
 	Pause() (complete func(write func(Writer)))

@@ -21,54 +21,37 @@ func splitInline(line, words []byte, ends []int) (_ []byte, _ []int, ok bool) {
 		if at(i) == 0 {
 			return words, ends, true
 		}
-		inDouble, inSingle := false, false
+		quote := byte(0) // the open quote, '"' or '\'', if any
 		for done := false; !done; {
 			c := at(i)
 			switch {
-			case inDouble:
-				switch {
-				case c == '\\' && at(i+1) == 'x' && isHex(at(i+2)) && isHex(at(i+3)):
-					words = append(words, unhex(at(i+2))<<4|unhex(at(i+3)))
-					i += 3
-				case c == '\\' && at(i+1) != 0:
-					i++
-					words = append(words, unescape(at(i)))
-				case c == '"':
-					if at(i+1) != 0 && !isSpace(at(i+1)) {
-						return words, ends, false
-					}
-					done = true
-				case c == 0:
-					return words, ends, false
-				default:
-					words = append(words, c)
-				}
-			case inSingle:
-				switch {
-				case c == '\\' && at(i+1) == '\'':
-					i++
-					words = append(words, '\'')
-				case c == '\'':
-					if at(i+1) != 0 && !isSpace(at(i+1)) {
-						return words, ends, false
-					}
-					done = true
-				case c == 0:
-					return words, ends, false
-				default:
-					words = append(words, c)
-				}
-			default:
+			case quote == 0:
 				switch c {
 				case ' ', '\n', '\r', '\t', 0:
 					done = true
-				case '"':
-					inDouble = true
-				case '\'':
-					inSingle = true
+				case '"', '\'':
+					quote = c
 				default:
 					words = append(words, c)
 				}
+			case quote == '"' && c == '\\' && at(i+1) == 'x' && isHex(at(i+2)) && isHex(at(i+3)):
+				words = append(words, unhex(at(i+2))<<4|unhex(at(i+3)))
+				i += 3
+			case quote == '"' && c == '\\' && at(i+1) != 0:
+				i++
+				words = append(words, unescape(at(i)))
+			case quote == '\'' && c == '\\' && at(i+1) == '\'':
+				i++
+				words = append(words, '\'')
+			case c == quote:
+				if at(i+1) != 0 && !isSpace(at(i+1)) {
+					return words, ends, false
+				}
+				done = true
+			case c == 0:
+				return words, ends, false
+			default:
+				words = append(words, c)
 			}
 			if at(i) != 0 {
 				i++

@@ -2,7 +2,8 @@ package server
 
 import (
 	"bytes"
-	"math"
+
+	"github.com/cellserver/cellserver/commands"
 )
 
 // Redis's fixed protocol limits.
@@ -84,7 +85,7 @@ func (rd *requestReader) parse(unauth bool) (args [][]byte, st parseStatus, msg 
 			if st != gotRequest {
 				return nil, st, msg
 			}
-			n, ok := parseNumber(b[1:cr])
+			n, ok := commands.ParseInt(b[1:cr]) // Redis reads lengths with string2ll too
 			switch {
 			case !ok || n > rd.lim.maxMultibulk:
 				return nil, violation, msgInvalidMultibulk
@@ -116,7 +117,7 @@ func (rd *requestReader) parseMultibulk(b []byte, unauth bool) ([][]byte, parseS
 			if b[rd.pos] != '$' {
 				return nil, violation, expectedDollar(b[rd.pos])
 			}
-			n, ok := parseNumber(b[rd.pos+1 : cr])
+			n, ok := commands.ParseInt(b[rd.pos+1 : cr])
 			switch {
 			case !ok || n < 0 || n > rd.lim.maxBulk:
 				return nil, violation, msgInvalidBulk
@@ -211,65 +212,4 @@ func (rd *requestReader) parseInline(b []byte) ([][]byte, parseStatus, string) {
 // expectedDollar words Redis's error for an argument not starting with '$'.
 func expectedDollar(got byte) string {
 	return msgExpectedDollar + string([]byte{got}) + "'"
-}
-
-// parseNumber parses b as Redis's string2ll does.
-func parseNumber(b []byte) (int64, bool) {
-	var x number
-	for _, c := range b {
-		x.add(c)
-	}
-	return x.value()
-}
-
-// number parses a length a byte at a time exactly as Redis's string2ll
-// does: an optional '-', then "0" alone or digits not starting with 0, at
-// most 20 bytes, within int64.
-type number struct {
-	v    uint64 // magnitude so far
-	n    int    // bytes seen
-	neg  bool   // started with '-'
-	zero bool   // the first digit was 0: nothing may follow
-	bad  bool   // not a number, whatever follows
-}
-
-// add appends byte c to the number.
-func (x *number) add(c byte) {
-	i := x.n
-	x.n++
-	switch {
-	case x.bad:
-	case x.n > 20:
-		x.bad = true
-	case i == 0 && c == '-':
-		x.neg = true
-	case c < '0' || c > '9' || x.zero:
-		x.bad = true
-	case c == '0' && x.v == 0: // a leading zero
-		x.zero = true
-		x.bad = x.neg // "-0" is not a number
-	default:
-		d := uint64(c - '0')
-		if x.v > (math.MaxUint64-d)/10 {
-			x.bad = true
-			return
-		}
-		x.v = x.v*10 + d
-	}
-}
-
-// value returns the number, and false if the bytes are not one.
-func (x *number) value() (int64, bool) {
-	switch {
-	case x.bad || x.n == 0 || (x.neg && x.n == 1):
-		return 0, false
-	case x.neg:
-		if x.v > 1<<63 {
-			return 0, false
-		}
-		return int64(-x.v), true // 1<<63 wraps to MinInt64, as it should
-	case x.v > math.MaxInt64:
-		return 0, false
-	}
-	return int64(x.v), true
 }

@@ -152,33 +152,6 @@ func strCmds(cmds [][][]byte) [][]string {
 	return out
 }
 
-func TestNumberMatchesString2ll(t *testing.T) {
-	tests := []struct {
-		in   string
-		want int64
-		ok   bool
-	}{
-		{"0", 0, true}, {"1", 1, true}, {"-1", -1, true}, {"10", 10, true},
-		{"9223372036854775807", 9223372036854775807, true},
-		{"-9223372036854775808", -9223372036854775808, true},
-		{"9223372036854775808", 0, false}, {"-9223372036854775809", 0, false},
-		{"99999999999999999999", 0, false}, {"18446744073709551616", 0, false},
-		{"", 0, false}, {"-", 0, false}, {"-0", 0, false}, {"00", 0, false},
-		{"01", 0, false}, {"+1", 0, false}, {"1 ", 0, false}, {" 1", 0, false},
-		{"1-", 0, false}, {"0x1", 0, false}, {"000000000000000000001", 0, false},
-	}
-	for _, tt := range tests {
-		var x number
-		for i := 0; i < len(tt.in); i++ {
-			x.add(tt.in[i])
-		}
-		got, ok := x.value()
-		if got != tt.want || ok != tt.ok {
-			t.Errorf("%q: got %d %v, want %d %v", tt.in, got, ok, tt.want, tt.ok)
-		}
-	}
-}
-
 func TestSplitInlineMatchesSdssplitargs(t *testing.T) {
 	tests := []struct {
 		line string

@@ -139,12 +139,7 @@ func (s *Server) Addr() net.Addr {
 // connections at once and returns ctx.Err(); a handler still running then
 // finishes on its own. Serve returns ErrServerClosed.
 func (s *Server) Shutdown(ctx context.Context) error {
-	ln, conns, loops := s.beginShutdown()
-	var err error
-	if ln != nil {
-		err = ln.stopAccepting()
-		ln.waitHandshakes()
-	}
+	conns, loops, err := s.beginShutdown()
 	for _, c := range conns {
 		c.shutdown()
 	}
@@ -168,12 +163,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // connection's driver has let go of it, which waits for handlers that are
 // running. Serve returns ErrServerClosed.
 func (s *Server) Close() error {
-	ln, conns, loops := s.beginShutdown()
-	var err error
-	if ln != nil {
-		err = ln.stopAccepting()
-		ln.waitHandshakes()
-	}
+	conns, loops, err := s.beginShutdown()
 	for _, c := range conns {
 		c.close()
 	}
@@ -183,16 +173,22 @@ func (s *Server) Close() error {
 }
 
 // beginShutdown marks the server as shutting down, tells its event loops
-// to end once their connections have, and returns its listener,
-// connections and loops.
-func (s *Server) beginShutdown() (*listener, []*session, *loopGroup) {
+// to end once their connections have, stops accepting and waits for the
+// TLS handshakes under way, and returns its connections, its loops and the
+// listener's error.
+func (s *Server) beginShutdown() ([]*session, *loopGroup, error) {
 	s.mu.Lock()
 	s.shutdown = true
 	s.checkDrainedLocked()
 	ln, conns, loops := s.ln, s.connListLocked(), s.loops
 	s.mu.Unlock()
 	loops.stop()
-	return ln, conns, loops
+	var err error
+	if ln != nil {
+		err = ln.stopAccepting()
+		ln.waitHandshakes()
+	}
+	return conns, loops, err
 }
 
 // checkDrainedLocked closes s.drained once the server is shutting down and

@@ -12,9 +12,6 @@ import (
 	"github.com/cellserver/cellserver/commands"
 )
 
-// maxNameInError is how much of a command name an error reply repeats.
-const maxNameInError = 128
-
 // maxBatchReply is how many reply bytes a batch may buffer before they are
 // sent in the middle of it, so that a pipeline of commands with big
 // replies does not make the server hold all of them at once.
@@ -406,15 +403,11 @@ func (s *session) panicked(p any) error {
 	return fmt.Errorf("server: panic: %v", p)
 }
 
-// commandName is the lower-case command name in args, cut to a length fit
-// for an error reply.
+// commandName is the lower-case command name in args, cut as the commands
+// cut a name they quote in an error (commands.QuoteArg).
 func commandName(args [][]byte) string {
 	if len(args) == 0 {
 		return ""
 	}
-	name := args[0]
-	if len(name) > maxNameInError {
-		name = name[:maxNameInError]
-	}
-	return strings.ToLower(string(name))
+	return strings.ToLower(commands.QuoteArg(args[0]))
 }
