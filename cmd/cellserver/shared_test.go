@@ -200,6 +200,29 @@ func TestRunSharedKeyspace(t *testing.T) {
 	if n, err := b.DBSize(ctx).Result(); err != nil || n != 1 {
 		t.Errorf("DBSIZE = %d, %v", n, err)
 	}
+	tat, err := store.Client(t).Get(ctx, "t:k").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := b.Get(ctx, "k").Result(); err != nil || v != tat {
+		t.Errorf("GET on the other instance = %q, %v; the store holds %q", v, err, tat)
+	}
+	if s, err := b.TTL(ctx, "k").Result(); err != nil || s <= 0 || s > time.Minute {
+		t.Errorf("TTL = %v, %v", s, err)
+	}
+	if n, err := b.Exists(ctx, "k", "k", "none").Result(); err != nil || n != 2 {
+		t.Errorf("EXISTS k k none = %d, %v", n, err)
+	}
+	peek(t, a, "SW.THROTTLE", "sw", 5, "1m")
+	if err := b.Get(ctx, "sw").Err(); err == nil || !strings.HasPrefix(err.Error(), "WRONGTYPE") {
+		t.Errorf("GET of an SW key = %v, want WRONGTYPE", err)
+	}
+	if keys, err := b.Keys(ctx, "*").Result(); err != nil || len(keys) != 2 {
+		t.Errorf("KEYS * = %q, %v; want k and sw", keys, err)
+	}
+	if keys, _, err := b.ScanType(ctx, 0, "*", 100, "sw").Result(); err != nil || len(keys) != 1 || keys[0] != "sw" {
+		t.Errorf("SCAN TYPE sw = %q, %v", keys, err)
+	}
 	if n, err := b.Del(ctx, "k").Result(); err != nil || n != 1 {
 		t.Fatalf("DEL on the other instance = %d, %v", n, err)
 	}
