@@ -49,7 +49,7 @@ func TestGrowthLatency(t *testing.T) {
 	sup := newSupervisor(io.Discard)
 	defer sup.stopAll()
 	// gctrace prints a line per collection: its pauses and mark time.
-	p, err := sup.startCellserver(ctx, bin, "GODEBUG=gctrace=1")
+	p, err := sup.startCellserver(ctx, onCellserver, bin, nil, "GODEBUG=gctrace=1")
 	if err != nil {
 		t.Fatal(err)
 	}

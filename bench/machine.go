@@ -56,6 +56,25 @@ func describeMachine(t tools, cellBin string) machine {
 	return m
 }
 
+// binaryVersion is the commit and Go version a Go binary was built from,
+// as its build information records them: "ffdbaf7, go1.26.8".
+func binaryVersion(path string) string {
+	info, err := buildinfo.ReadFile(path)
+	if err != nil {
+		return "no build information"
+	}
+	rev, modified := "unknown commit", ""
+	for _, s := range info.Settings {
+		switch {
+		case s.Key == "vcs.revision":
+			rev = s.Value[:min(len(s.Value), 7)]
+		case s.Key == "vcs.modified" && s.Value == "true":
+			modified = " with uncommitted changes"
+		}
+	}
+	return rev + modified + ", " + info.GoVersion
+}
+
 // cpuModel is the first "model name" of /proc/cpuinfo, or "".
 func cpuModel(cpuinfo string) string {
 	sc := bufio.NewScanner(strings.NewReader(cpuinfo))

@@ -10,9 +10,12 @@
 // redis-server (both from scratch, on free loopback ports), loads into Redis
 // the Lua scripts that teams use where they cannot load redis-cell (a GCRA
 // and a ZSET sliding window), and runs redis-benchmark pair by pair, A B A B,
-// for -rounds rounds at each -pipelines depth. It prints one table of medians
-// over the rounds, each cellserver figure's ratio to its Redis counterparts,
-// then the bytes per key of each family, and the machine it ran on. When
+// for -rounds rounds at each -pipelines depth. A second cellserver, in
+// shared mode on that Redis, runs CL.THROTTLE and SW.THROTTLE beside the
+// scripts they replace; -baseline-bin adds another cellserver binary to
+// compare with. It prints one table of medians over the rounds, each
+// cellserver figure's ratio to its Redis counterparts, then the bytes per
+// key of each family, and the machine it ran on. When
 // REDIS_CELL_MODULE names redis-cell's shared library, Redis loads it and
 // Redis + redis-cell joins the table.
 //
@@ -55,7 +58,10 @@ type options struct {
 	swKeys     int            // memory: sliding-log keys, each holding swRequests requests
 	skipMemory bool           // no memory phase
 	only       *regexp.Regexp // tests to run, by name; nil for all
-	quick      bool
+	// baselineBin is a second cellserver binary whose tests run beside the
+	// current one's, "" for none.
+	baselineBin string
+	quick       bool
 }
 
 // defaultOptions are the defaults: 3 rounds of 500,000 requests keep the
@@ -151,6 +157,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		fmt.Sprintf("memory: sliding-log keys, each holding %d requests", swRequests))
 	fs.BoolVar(&o.skipMemory, "skip-memory", false, "skip the memory measurement")
 	only := fs.String("only", "", "run only the tests whose name matches this regexp (CL.THROTTLE, SET, GCRA.lua, ...)")
+	fs.StringVar(&o.baselineBin, "baseline-bin", "", "a cellserver `binary` (say, an older commit's) run beside the current one, test by test (CL.THROTTLE@base ...)")
 	fs.BoolVar(&o.quick, "quick", false, "a tiny run (1 round, few requests and keys) for smoke tests; figures mean nothing")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -165,6 +172,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if *only != "" {
 		if o.only, err = regexp.Compile(*only); err != nil {
 			return o, fmt.Errorf("-only: %v", err)
+		}
+	}
+	if o.baselineBin != "" {
+		if st, err := os.Stat(o.baselineBin); err != nil || st.IsDir() {
+			return o, fmt.Errorf("-baseline-bin %s is not a file", o.baselineBin)
 		}
 	}
 	if o.quick {

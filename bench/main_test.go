@@ -42,6 +42,7 @@ func TestParseFlagsErrors(t *testing.T) {
 		{"-rounds", "0"},
 		{"-n", "-5"},
 		{"-nosuchflag"},
+		{"-baseline-bin", "/nonexistent/cellserver"},
 		{"extra"},
 	} {
 		if _, err := parseFlags(args, &bytes.Buffer{}); err == nil {

@@ -159,7 +159,7 @@ func measureMemory(ctx context.Context, mt memoryTest, t tools, sup *supervisor,
 	var err error
 	switch mt.server {
 	case onCellserver:
-		p, err = sup.startCellserver(ctx, cellBin, memoryGOGC)
+		p, err = sup.startCellserver(ctx, onCellserver, cellBin, nil, memoryGOGC)
 	case onRedisCell:
 		p, err = sup.startRedis(ctx, t.redisServer, t.cellModule, dir)
 	default:

@@ -161,19 +161,20 @@ func serverEnv(extra ...string) []string {
 	return append(env, extra...)
 }
 
-// startCellserver starts the cellserver binary on a free loopback port and
-// waits until it answers PING. extraEnv is added to its environment.
-func (s *supervisor) startCellserver(ctx context.Context, bin string, extraEnv ...string) (*process, error) {
+// startCellserver starts the cellserver binary bin, called name, on a free
+// loopback port with extra args, and waits until it answers PING. extraEnv
+// is added to its environment.
+func (s *supervisor) startCellserver(ctx context.Context, name, bin string, args []string, extraEnv ...string) (*process, error) {
 	addrc := make(chan string, 1)
-	p, err := s.start("cellserver", bin, []string{"--addr", "127.0.0.1:0", "--log-format", "json"},
-		serverEnv(extraEnv...), func(line string) bool {
-			var l struct{ Msg, Addr string }
-			if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "cellserver started" && l.Addr != "" {
-				addrc <- l.Addr
-				return false
-			}
-			return true
-		})
+	args = append([]string{"--addr", "127.0.0.1:0", "--log-format", "json"}, args...)
+	p, err := s.start(name, bin, args, serverEnv(extraEnv...), func(line string) bool {
+		var l struct{ Msg, Addr string }
+		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "cellserver started" && l.Addr != "" {
+			addrc <- l.Addr
+			return false
+		}
+		return true
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -13,11 +13,13 @@ import (
 	"time"
 )
 
-// figures are one redis-benchmark run's results; a latency redis-benchmark
-// did not report (Redis 6's CSV has none) is NaN.
+// figures are one redis-benchmark run's results, and the server's
+// counters around it; a latency redis-benchmark did not report (Redis 6's
+// CSV has none) is NaN.
 type figures struct {
 	rps      float64 // requests per second
 	p50, p99 float64 // latency percentiles in ms
+	perTrip  float64 // decisions per round trip to the shared store; 0 but in shared mode
 }
 
 // benchSpec is one redis-benchmark run.

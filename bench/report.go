@@ -17,6 +17,7 @@ type report struct {
 	tests      []benchTest // the tests that ran, in the table's order
 	rows       []resultRow
 	skipped    []string // tests that could not run, and why
+	notes      []string // what makes some figures doubtful
 	memory     []memoryResult
 	machine    machine
 	took       time.Duration
@@ -55,41 +56,58 @@ func measure(ctx context.Context, o options, t tools, sup *supervisor, progress 
 	return rep, nil
 }
 
-// throughputPhase starts one cellserver and one Redis, checks that every
-// selected test's command is answered, and runs the tests.
+// throughputPhase starts one Redis and the cellservers the selected tests
+// run on (the current one, the -baseline-bin one, one in shared mode on
+// that Redis), checks that every selected test's command is answered, and
+// runs the tests.
 func (rep *report) throughputPhase(ctx context.Context, t tools, sup *supervisor, bin, dir string, progress io.Writer) error {
-	var selected []benchTest
-	for _, tc := range benchTests(scripts{}, t.cellModule != "") {
+	with := optionalServers{redisCell: t.cellModule != "", baseline: rep.opts.baselineBin != ""}
+	needed := map[string]bool{}
+	for _, tc := range benchTests(scripts{}, with) {
 		if rep.opts.selected(tc.name) {
-			selected = append(selected, tc)
+			needed[tc.server] = true
 		}
 	}
-	if len(selected) == 0 {
+	if len(needed) == 0 {
 		return nil
 	}
-	cell, err := sup.startCellserver(ctx, bin)
-	if err != nil {
-		return err
-	}
-	defer sup.stopOne(cell)
 	rds, err := sup.startRedis(ctx, t.redisServer, t.cellModule, dir)
 	if err != nil {
 		return err
 	}
 	defer sup.stopOne(rds)
-	addrs := map[string]string{onCellserver: cell.addr, onRedis: rds.addr, onRedisCell: rds.addr}
-	fmt.Fprintf(progress, "cellserver at %s, redis-server at %s\n", cell.addr, rds.addr)
+	addrs := map[string]string{onRedis: rds.addr, onRedisCell: rds.addr}
+	for _, c := range []struct {
+		server, bin string
+		args        []string
+	}{
+		{onCellserver, bin, nil},
+		{onBaseline, rep.opts.baselineBin, nil},
+		{onShared, bin, sharedArgs(rds.addr)},
+	} {
+		if !needed[c.server] {
+			continue
+		}
+		p, err := sup.startCellserver(ctx, c.server, c.bin, c.args)
+		if err != nil {
+			return err
+		}
+		defer sup.stopOne(p)
+		addrs[c.server] = p.addr
+		fmt.Fprintf(progress, "%s at %s\n", c.server, p.addr)
+	}
+	fmt.Fprintf(progress, "redis-server at %s\n", rds.addr)
 
 	sc, err := loadScripts(ctx, rds.addr)
 	if err != nil {
 		return err
 	}
-	for _, tc := range benchTests(sc, t.cellModule != "") {
+	for _, tc := range benchTests(sc, with) {
 		if !rep.opts.selected(tc.name) {
 			continue
 		}
 		if err := tryOnce(ctx, addrs[tc.server], tc); err != nil {
-			if tc.server != onCellserver {
+			if tc.server == onRedis || tc.server == onRedisCell {
 				return fmt.Errorf("%s on %s: %w", tc.name, tc.server, err)
 			}
 			// A command this cellserver does not have yet: the others
@@ -99,12 +117,23 @@ func (rep *report) throughputPhase(ctx context.Context, t tools, sup *supervisor
 		}
 		rep.tests = append(rep.tests, tc)
 	}
-	runs, err := throughput(ctx, rep.opts, t, addrs, rep.tests, progress)
+	runs, notes, err := throughput(ctx, rep.opts, t, addrs, rep.tests, progress)
 	if err != nil {
 		return err
 	}
+	rep.notes = notes
 	rep.rows = throughputRows(rep.opts, rep.tests, runs)
 	return nil
+}
+
+// hasServer reports whether a test that ran ran on server.
+func (rep *report) hasServer(server string) bool {
+	for _, tc := range rep.tests {
+		if tc.server == server {
+			return true
+		}
+	}
+	return false
 }
 
 // tryOnce sends tc's command once, with a fixed key, and returns the error
@@ -138,9 +167,21 @@ func (rep *report) String() string {
 		b.WriteString(formatTable([]column{{title: "", left: true}, {title: "", left: true}}, cmdRows))
 		b.WriteString("GCRA.lua is redis-cell's GCRA as a script (GET + SET PX); ZSET.lua the hand-written sliding window\n" +
 			"(ZREMRANGEBYSCORE + ZCARD + ZADD + PEXPIRE); both in bench/scripts.go, loaded with SCRIPT LOAD.\n")
+		if rep.hasServer(onShared) {
+			b.WriteString("shared: a cellserver in shared mode (" + strings.Join(sharedArgs("<that redis-server>"), " ") + "):\n" +
+				"every decision is checked and written by its compare-and-set script on the Redis that runs the scripts,\n" +
+				"batched per round trip; decisions/trip is INFO persistence's shared_decisions / shared_round_trips over the run.\n")
+		}
+		if rep.hasServer(onBaseline) {
+			fmt.Fprintf(&b, "%s: the cellserver built as %s (%s), tests named %s, run right after the current one's.\n",
+				onBaseline, o.baselineBin, binaryVersion(o.baselineBin), "<test>"+baselineSuffix)
+		}
 		if !rep.redisCell {
 			b.WriteString("redis-cell: not measured (set REDIS_CELL_MODULE to its .so to add it).\n")
 		}
+	}
+	for _, n := range rep.notes {
+		fmt.Fprintf(&b, "note: %s\n", n)
 	}
 	for _, s := range rep.skipped {
 		fmt.Fprintf(&b, "not run: %s\n", s)

@@ -28,11 +28,13 @@ func TestQuickRun(t *testing.T) {
 	t.Logf("-quick took %v", time.Since(started))
 	out := stdout.String()
 	for _, want := range []string{
-		`(?m)^-P  test +server +requests/s +p50 ms +p99 ms +ratio to Redis$`,
+		`(?m)^-P  test +server +requests/s +p50 ms +p99 ms +decisions/trip +ratios$`,
 		`(?m)^ 1  CL\.THROTTLE +cellserver +[0-9,]+ +[0-9.]+ +[0-9.]+ +[0-9.]+× SET, [0-9.]+× GCRA\.lua$`,
 		`(?m)^16  CL\.THROTTLE +cellserver .*× SET, `,
 		`(?m)^ 1  SET +redis `, `(?m)^16  GCRA\.lua +redis `,
 		`(?m)^16  SW\.THROTTLE +cellserver .*× ZSET\.lua$`, `(?m)^16  ZSET\.lua +redis `,
+		`(?m)^ 1  shared CL\.THROTTLE +cellserver shared +[0-9,]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+× GCRA\.lua$`,
+		`(?m)^16  shared SW\.THROTTLE +cellserver shared +[0-9,]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+× ZSET\.lua$`,
 		`(?m)^16  SWC\.THROTTLE +cellserver .*× ZSET\.lua, `, `(?m)^16  FW\.THROTTLE +cellserver .*× GCRA\.lua$`,
 		`(?m)^CL\.THROTTLE +cellserver +2,000 +1 `,
 		// With -quick's 100 keys the per-request figure is noise and may be
@@ -47,6 +49,36 @@ func TestQuickRun(t *testing.T) {
 	}
 	if strings.Contains(out, "not run:") {
 		t.Errorf("some tests did not run:\n%s", out)
+	}
+	checkNoChildren(t)
+}
+
+// TestQuickRunWithBaseline runs CL.THROTTLE on a second cellserver binary
+// (-baseline-bin) beside the current one.
+func TestQuickRunWithBaseline(t *testing.T) {
+	needTool(t, "redis-server")
+	needTool(t, "redis-benchmark")
+	base, err := buildCellserver(context.Background(), needTool(t, "go"), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	args := []string{"-quick", "-skip-memory", "-pipelines", "1", "-only", `^CL\.THROTTLE`, "-baseline-bin", base}
+	if code := run(context.Background(), args, os.Getenv, &stdout, &stderr); code != exitOK {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
+	}
+	out := stdout.String()
+	for _, want := range []string{
+		`(?m)^ 1  CL\.THROTTLE +cellserver +[0-9,]+ .* [0-9.]+× CL\.THROTTLE@base$`,
+		`(?m)^ 1  CL\.THROTTLE@base +cellserver-base +[0-9,]+ `,
+		`(?m)^cellserver-base: the cellserver built as .*, go[0-9.]+\), tests named <test>@base`,
+	} {
+		if !regexp.MustCompile(want).MatchString(out) {
+			t.Errorf("the report has no line matching %s:\n%s", want, out)
+		}
+	}
+	if regexp.MustCompile(`(?m)^ 1  (SET|GCRA|shared)`).MatchString(out) {
+		t.Errorf("-only ^CL\\.THROTTLE ran other tests:\n%s", out)
 	}
 	checkNoChildren(t)
 }

@@ -71,22 +71,39 @@ func formatTable(cols []column, rows [][]string) string {
 	return b.String()
 }
 
-// formatThroughput is the throughput table.
+// formatThroughput is the throughput table; a column of decisions per
+// round trip joins it when a row has them (shared mode).
 func formatThroughput(rows []resultRow) string {
+	perTrip := false
+	for _, r := range rows {
+		perTrip = perTrip || r.perTrip > 0
+	}
 	cols := []column{
 		{title: "-P"}, {title: "test", left: true}, {title: "server", left: true},
-		{title: "requests/s"}, {title: "p50 ms"}, {title: "p99 ms"}, {title: "ratio to Redis", left: true},
+		{title: "requests/s"}, {title: "p50 ms"}, {title: "p99 ms"},
 	}
+	if perTrip {
+		cols = append(cols, column{title: "decisions/trip"})
+	}
+	cols = append(cols, column{title: "ratios", left: true})
 	var cells [][]string
 	for _, r := range rows {
 		var ratios []string
 		for _, x := range r.ratios {
 			ratios = append(ratios, fmt.Sprintf("%.2f× %s", x.x, x.of))
 		}
-		cells = append(cells, []string{
+		line := []string{
 			strconv.Itoa(r.pipeline), r.test, r.server,
-			formatCount(r.rps), formatMs(r.p50), formatMs(r.p99), strings.Join(ratios, ", "),
-		})
+			formatCount(r.rps), formatMs(r.p50), formatMs(r.p99),
+		}
+		if perTrip {
+			trip := ""
+			if r.perTrip > 0 {
+				trip = strconv.FormatFloat(r.perTrip, 'f', 1, 64)
+			}
+			line = append(line, trip)
+		}
+		cells = append(cells, append(line, strings.Join(ratios, ", ")))
 	}
 	return formatTable(cols, cells)
 }

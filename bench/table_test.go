@@ -54,7 +54,7 @@ func TestFormatTable(t *testing.T) {
 
 func TestThroughputTable(t *testing.T) {
 	o := defaultOptions()
-	tests := benchTests(scripts{gcra: "g", zset: "z"}, false)
+	tests := benchTests(scripts{gcra: "g", zset: "z"}, optionalServers{})
 	f := func(rps, p50, p99 float64) figures { return figures{rps: rps, p50: p50, p99: p99} }
 	runs := map[runKey][]figures{
 		{"CL.THROTTLE", 1}:  {f(40000, 1, 2), f(50000, 0.6, 1.5), f(45000, 0.7, 9)},
@@ -67,7 +67,7 @@ func TestThroughputTable(t *testing.T) {
 	}
 	got := formatThroughput(throughputRows(o, tests, runs))
 	want := "" +
-		"-P  test         server      requests/s  p50 ms  p99 ms  ratio to Redis\n" +
+		"-P  test         server      requests/s  p50 ms  p99 ms  ratios\n" +
 		" 1  CL.THROTTLE  cellserver      45,000   0.700   2.000  0.90× SET, 1.80× GCRA.lua\n" +
 		" 1  SET          redis           50,000   0.500   1.000\n" +
 		" 1  GCRA.lua     redis           25,000   1.000   3.000\n" +
@@ -80,17 +80,56 @@ func TestThroughputTable(t *testing.T) {
 	}
 }
 
-func TestBenchTestsWithRedisCell(t *testing.T) {
-	var names []string
-	for _, tc := range benchTests(scripts{}, true) {
-		names = append(names, tc.name+"@"+tc.server)
+// TestSharedAndBaselineTable: shared mode's rows add the decisions per
+// round trip column and compare with the scripts; a baseline's rows follow
+// the current ones', which show their ratio to them.
+func TestSharedAndBaselineTable(t *testing.T) {
+	o := defaultOptions()
+	o.pipelines = []int{16}
+	tests := benchTests(scripts{gcra: "g", zset: "z"}, optionalServers{baseline: true})
+	f := func(rps, perTrip float64) figures { return figures{rps: rps, p50: 1, p99: 2, perTrip: perTrip} }
+	runs := map[runKey][]figures{
+		{"CL.THROTTLE", 16}:        {f(400000, 0)},
+		{"CL.THROTTLE@base", 16}:   {f(380000, 0), f(420000, 0), f(500000, 0)},
+		{"GCRA.lua", 16}:           {f(100000, 0)},
+		{"shared CL.THROTTLE", 16}: {f(150000, 40), f(250000, 60), f(200000, 50.04)},
+		{"ZSET.lua", 16}:           {f(50000, 0)},
+		{"shared SW.THROTTLE", 16}: {f(100000, 7.25)},
 	}
-	want := "CL.THROTTLE@cellserver SET@redis GCRA.lua@redis redis-cell@redis+redis-cell " +
-		"SW.THROTTLE@cellserver ZSET.lua@redis SWC.THROTTLE@cellserver FW.THROTTLE@cellserver"
-	if got := strings.Join(names, " "); got != want {
-		t.Errorf("tests:\n got %s\nwant %s", got, want)
+	got := formatThroughput(throughputRows(o, tests, runs))
+	want := "" +
+		"-P  test                server             requests/s  p50 ms  p99 ms  decisions/trip  ratios\n" +
+		"16  CL.THROTTLE         cellserver            400,000   1.000   2.000                  4.00× GCRA.lua, 0.95× CL.THROTTLE@base\n" +
+		"16  CL.THROTTLE@base    cellserver-base       420,000   1.000   2.000                  4.20× GCRA.lua\n" +
+		"16  GCRA.lua            redis                 100,000   1.000   2.000\n" +
+		"16  shared CL.THROTTLE  cellserver shared     200,000   1.000   2.000            50.0  2.00× GCRA.lua\n" +
+		"16  ZSET.lua            redis                  50,000   1.000   2.000\n" +
+		"16  shared SW.THROTTLE  cellserver shared     100,000   1.000   2.000             7.2  2.00× ZSET.lua\n"
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
-	if got := benchTests(scripts{gcra: "abc"}, false)[2].displayCommand(); got != "EVALSHA <GCRA sha> 1 gcra:__rand_int__ 15 30 60" {
+}
+
+func TestBenchTests(t *testing.T) {
+	names := func(with optionalServers) string {
+		var names []string
+		for _, tc := range benchTests(scripts{}, with) {
+			names = append(names, tc.name+"/"+tc.server)
+		}
+		return strings.Join(names, " ")
+	}
+	want := "CL.THROTTLE/cellserver SET/redis GCRA.lua/redis redis-cell/redis+redis-cell shared CL.THROTTLE/cellserver shared " +
+		"SW.THROTTLE/cellserver ZSET.lua/redis shared SW.THROTTLE/cellserver shared SWC.THROTTLE/cellserver FW.THROTTLE/cellserver"
+	if got := names(optionalServers{redisCell: true}); got != want {
+		t.Errorf("tests with redis-cell:\n got %s\nwant %s", got, want)
+	}
+	want = "CL.THROTTLE/cellserver CL.THROTTLE@base/cellserver-base SET/redis GCRA.lua/redis shared CL.THROTTLE/cellserver shared " +
+		"SW.THROTTLE/cellserver SW.THROTTLE@base/cellserver-base ZSET.lua/redis shared SW.THROTTLE/cellserver shared " +
+		"SWC.THROTTLE/cellserver SWC.THROTTLE@base/cellserver-base FW.THROTTLE/cellserver FW.THROTTLE@base/cellserver-base"
+	if got := names(optionalServers{baseline: true}); got != want {
+		t.Errorf("tests with a baseline:\n got %s\nwant %s", got, want)
+	}
+	if got := benchTests(scripts{gcra: "abc"}, optionalServers{})[2].displayCommand(); got != "EVALSHA <GCRA sha> 1 gcra:__rand_int__ 15 30 60" {
 		t.Errorf("GCRA.lua's command shows as %q", got)
 	}
 }

@@ -10,14 +10,26 @@ import (
 // Servers a test runs on, as the table names them.
 const (
 	onCellserver = "cellserver"
+	onBaseline   = "cellserver-base" // -baseline-bin
+	onShared     = "cellserver shared"
 	onRedis      = "redis"
 	onRedisCell  = "redis+redis-cell"
 )
 
+// baselineSuffix ends the name of a test run on the -baseline-bin
+// cellserver: CL.THROTTLE@base.
+const baselineSuffix = "@base"
+
+// optionalServers are the servers a run adds when it can.
+type optionalServers struct {
+	redisCell bool // Redis has loaded redis-cell
+	baseline  bool // -baseline-bin names a second cellserver binary
+}
+
 // benchTest is one test: a command redis-benchmark sends to one server.
 type benchTest struct {
 	name    string   // unique; what -only matches and ratios refer to
-	server  string   // onCellserver, onRedis or onRedisCell
+	server  string   // onCellserver, onBaseline, onShared, onRedis or onRedisCell
 	command []string // __rand_int__ becomes a random 12-digit number
 	group   int      // the tests of a group run in turn, A B A B, round by round
 	versus  []string // the Redis tests this one's ratios are taken against
@@ -32,37 +44,55 @@ const (
 // benchTests are the tests in the table's order: CL.THROTTLE against Redis
 // SET (the speed limit), the GCRA script and redis-cell (when loaded);
 // SW.THROTTLE against the ZSET script, and SWC and FW with the scripts'
-// figures as reference. Quotas are the README's (CL: 16 at once, then 30 a
-// minute) and 100 a minute for the windows, so that most requests are
-// admitted and recorded.
-func benchTests(sc scripts, redisCell bool) []benchTest {
-	tests := []benchTest{
-		{name: "CL.THROTTLE", server: onCellserver, group: groupGCRA,
-			command: []string{"CL.THROTTLE", "cl:__rand_int__", "15", "30", "60"},
-			versus:  []string{"SET", "GCRA.lua", "redis-cell"}},
-		{name: "SET", server: onRedis, group: groupGCRA,
-			command: []string{"SET", "set:__rand_int__", "1795340811174919210"}},
-		{name: "GCRA.lua", server: onRedis, group: groupGCRA,
-			command: []string{"EVALSHA", sc.gcra, "1", "gcra:__rand_int__", "15", "30", "60"}},
+// figures as reference. Shared mode's CL.THROTTLE and SW.THROTTLE, deciding
+// in the Redis that runs the scripts, are compared with the script each
+// replaces there. With a baseline binary, each cellserver test runs on it
+// too, right after, and the current one's ratio to it is shown. Quotas are
+// the README's (CL: 16 at once, then 30 a minute) and 100 a minute for the
+// windows, so that most requests are admitted and recorded.
+func benchTests(sc scripts, with optionalServers) []benchTest {
+	var tests []benchTest
+	// add appends tc and, with a baseline, tc on the baseline.
+	add := func(tc benchTest) {
+		if tc.server != onCellserver || !with.baseline {
+			tests = append(tests, tc)
+			return
+		}
+		base := tc
+		base.name, base.server = tc.name+baselineSuffix, onBaseline
+		tc.versus = append(append([]string(nil), tc.versus...), base.name)
+		tests = append(tests, tc, base)
 	}
-	if redisCell {
-		tests = append(tests, benchTest{name: "redis-cell", server: onRedisCell, group: groupGCRA,
+	add(benchTest{name: "CL.THROTTLE", server: onCellserver, group: groupGCRA,
+		command: []string{"CL.THROTTLE", "cl:__rand_int__", "15", "30", "60"},
+		versus:  []string{"SET", "GCRA.lua", "redis-cell"}})
+	add(benchTest{name: "SET", server: onRedis, group: groupGCRA,
+		command: []string{"SET", "set:__rand_int__", "1795340811174919210"}})
+	add(benchTest{name: "GCRA.lua", server: onRedis, group: groupGCRA,
+		command: []string{"EVALSHA", sc.gcra, "1", "gcra:__rand_int__", "15", "30", "60"}})
+	if with.redisCell {
+		add(benchTest{name: "redis-cell", server: onRedisCell, group: groupGCRA,
 			command: []string{"CL.THROTTLE", "cell:__rand_int__", "15", "30", "60"}})
 	}
+	add(benchTest{name: "shared CL.THROTTLE", server: onShared, group: groupGCRA,
+		command: []string{"CL.THROTTLE", "shcl:__rand_int__", "15", "30", "60"},
+		versus:  []string{"GCRA.lua"}})
 	windowVersus := []string{"ZSET.lua", "GCRA.lua"}
-	return append(tests,
-		benchTest{name: "SW.THROTTLE", server: onCellserver, group: groupWindow,
-			command: []string{"SW.THROTTLE", "sw:__rand_int__", "100", "60"},
-			versus:  []string{"ZSET.lua"}},
-		benchTest{name: "ZSET.lua", server: onRedis, group: groupWindow,
-			command: []string{"EVALSHA", sc.zset, "1", "zset:__rand_int__", "100", "60000"}},
-		benchTest{name: "SWC.THROTTLE", server: onCellserver, group: groupWindow,
-			command: []string{"SWC.THROTTLE", "swc:__rand_int__", "100", "60"},
-			versus:  windowVersus},
-		benchTest{name: "FW.THROTTLE", server: onCellserver, group: groupWindow,
-			command: []string{"FW.THROTTLE", "fw:__rand_int__", "100", "60"},
-			versus:  windowVersus},
-	)
+	add(benchTest{name: "SW.THROTTLE", server: onCellserver, group: groupWindow,
+		command: []string{"SW.THROTTLE", "sw:__rand_int__", "100", "60"},
+		versus:  []string{"ZSET.lua"}})
+	add(benchTest{name: "ZSET.lua", server: onRedis, group: groupWindow,
+		command: []string{"EVALSHA", sc.zset, "1", "zset:__rand_int__", "100", "60000"}})
+	add(benchTest{name: "shared SW.THROTTLE", server: onShared, group: groupWindow,
+		command: []string{"SW.THROTTLE", "shsw:__rand_int__", "100", "60"},
+		versus:  []string{"ZSET.lua"}})
+	add(benchTest{name: "SWC.THROTTLE", server: onCellserver, group: groupWindow,
+		command: []string{"SWC.THROTTLE", "swc:__rand_int__", "100", "60"},
+		versus:  windowVersus})
+	add(benchTest{name: "FW.THROTTLE", server: onCellserver, group: groupWindow,
+		command: []string{"FW.THROTTLE", "fw:__rand_int__", "100", "60"},
+		versus:  windowVersus})
+	return tests
 }
 
 // displayCommand is t's command as the table's legend shows it.
@@ -84,11 +114,14 @@ type runKey struct {
 }
 
 // throughput runs every test at every pipeline depth, rounds times, the
-// tests of a group in turn (A B A B), and returns each one's runs.
-func throughput(ctx context.Context, o options, t tools, addrs map[string]string, tests []benchTest, progress io.Writer) (map[runKey][]figures, error) {
+// tests of a group in turn (A B A B), and returns each one's runs, and a
+// note for each shared-mode run some of whose decisions were made without
+// the store (it timed out): its figures are not shared mode's.
+func throughput(ctx context.Context, o options, t tools, addrs map[string]string, tests []benchTest, progress io.Writer) (map[runKey][]figures, []string, error) {
 	total := len(tests) * len(o.pipelines) * o.rounds
 	done := 0
 	runs := map[runKey][]figures{}
+	var notes []string
 	for _, group := range []int{groupGCRA, groupWindow} {
 		var members []benchTest
 		for _, tc := range tests {
@@ -99,24 +132,44 @@ func throughput(ctx context.Context, o options, t tools, addrs map[string]string
 		for _, p := range o.pipelines {
 			for round := 1; round <= o.rounds; round++ {
 				for _, tc := range members {
+					var before sharedCounters
+					var err error
+					if tc.server == onShared {
+						if before, err = readSharedCounters(ctx, addrs[tc.server]); err != nil {
+							return nil, nil, fmt.Errorf("%s: %w", tc.name, err)
+						}
+					}
 					f, err := runBenchmark(ctx, t.redisBenchmark, benchSpec{
 						addr: addrs[tc.server], clients: o.clients, pipeline: p,
 						requests: o.requests, keyspace: o.keyspace, command: tc.command,
 					})
 					if err != nil {
-						return nil, fmt.Errorf("%s on %s: %w", tc.name, tc.server, err)
+						return nil, nil, fmt.Errorf("%s on %s: %w", tc.name, tc.server, err)
+					}
+					perTrip := ""
+					if tc.server == onShared {
+						after, err := readSharedCounters(ctx, addrs[tc.server])
+						if err != nil {
+							return nil, nil, fmt.Errorf("%s: %w", tc.name, err)
+						}
+						f.perTrip = before.perRoundTrip(after)
+						perTrip = fmt.Sprintf("  %.1f decisions/round trip", f.perTrip)
+						if n := after.local - before.local; n > 0 {
+							notes = append(notes, fmt.Sprintf("%s at -P %d, round %d: %d decisions made locally: the store did not answer in time",
+								tc.name, p, round, n))
+						}
 					}
 					done++
-					fmt.Fprintf(progress, "[%d/%d] -P %d round %d/%d %-12s on %-16s %12s rps  p50 %s  p99 %s ms\n",
+					fmt.Fprintf(progress, "[%d/%d] -P %d round %d/%d %-18s on %-17s %12s rps  p50 %s  p99 %s ms%s\n",
 						done, total, p, round, o.rounds, tc.name, tc.server, formatCount(f.rps),
-						formatMs(f.p50), formatMs(f.p99))
+						formatMs(f.p50), formatMs(f.p99), perTrip)
 					k := runKey{tc.name, p}
 					runs[k] = append(runs[k], f)
 				}
 			}
 		}
 	}
-	return runs, nil
+	return runs, notes, nil
 }
 
 // throughputRows are the table's lines: for each pipeline depth, each test's
