@@ -119,7 +119,7 @@
 // request out of order nor roll a bucket back.
 //
 // No operation waits longer than SharedOptions.Timeout for the store. When a
-// round trip fails or takes that long, the store is marked down (logged
+// round trip fails or an operation waits that long, the store is marked down (logged
 // when it starts and when it ends) and, under FallbackLocal, operations
 // are decided by the local engine, at once while it stays down; a prober
 // tries the store every 100ms, and when it answers the value cache and the
@@ -134,10 +134,12 @@
 // same rule on that key with a quantity at least as large is refused from
 // the remembered state, without a round trip, until the refusal's
 // retry_after has passed (or, when the request can never be admitted, the
-// key's reset). Other instances can only make a key stricter, so such a
-// refusal is one the store would give; only a reset makes it laxer. A DEL
-// or UNLINK through any cellserver calls Invalidate, which publishes the
-// keys on <prefix>cellserver:invalidate, and every instance drops them.
+// key's reset). Admitted requests only make a key stricter, so such a
+// refusal is one the store would give; a reset or a refund (a negative
+// CL quantity) makes it laxer. A DEL or UNLINK through any cellserver calls
+// Invalidate, and a refund decided here invalidates its key too: the keys
+// are published on <prefix>cellserver:invalidate, and every instance drops
+// them.
 // A reset made in the store by something else (a DEL from redis-cli,
 // another application) is not seen until the remembered time passes: a
 // request may be refused until then that the store would admit.

@@ -62,8 +62,7 @@ func (s *Shared) run() {
 		now := time.Now()
 		for _, op := range ops {
 			if now.After(op.deadline) {
-				s.stats.timeouts.Add(1)
-				s.fallback(op)
+				s.timedOut(op)
 				continue
 			}
 			live = append(live, op)
@@ -72,6 +71,15 @@ func (s *Shared) run() {
 			retry = s.round(live)
 		}
 	}
+}
+
+// timedOut answers an operation the store has not decided within the
+// timeout. A store that slow counts as down: the fallback answers, as it
+// does when a round trip fails, and the prober brings the store back.
+func (s *Shared) timedOut(op *sharedOp) {
+	s.stats.timeouts.Add(1)
+	s.markDown()
+	s.fallback(op)
 }
 
 // drain answers the operations left at Close.
@@ -181,8 +189,7 @@ func (s *Shared) round(ops []*sharedOp) (retry []*sharedOp) {
 		now := time.Now()
 		for _, op := range ops {
 			if !op.answered && now.After(op.deadline) {
-				s.stats.timeouts.Add(1)
-				s.fallback(op)
+				s.timedOut(op)
 			}
 		}
 	}
@@ -352,8 +359,16 @@ func (s *Shared) apply(callGroups [][]*group, replies []casReply, errs []error, 
 					continue
 				}
 				decided++
-				if op.err == nil && op.d.Limited && len(op.keys) == 1 && !s.opts.NoDenyCache {
+				switch {
+				case op.err != nil:
+				case op.d.Limited && len(op.keys) == 1 && !s.opts.NoDenyCache:
 					s.deny.add(op)
+				case op.quantity < 0:
+					// A refund makes the key laxer: no instance may
+					// go on refusing from a remembered state.
+					s.invalidate(op.keys)
+				default:
+					s.deny.drop(op.keys, false)
 				}
 				op.finish(op.d, op.err)
 			}

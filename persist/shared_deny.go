@@ -12,10 +12,11 @@ import (
 // denyCache remembers single-key refusals that a successful compare-and-set
 // verified: until the refusal's retry_after has passed (its reset, when it
 // can never be admitted), the same rule with a quantity at least as large
-// is refused from the remembered state without a round trip. Other
-// instances can only have made the key's state stricter since; only a
-// reset (DEL) makes it laxer, and DEL through any cellserver invalidates
-// the entry on every instance. It is safe for concurrent use.
+// is refused from the remembered state without a round trip. Admitted
+// requests can only make a key's state stricter; what makes it laxer is a
+// reset (DEL, UNLINK, FLUSH) or a refund (CL.THROTTLE with a negative
+// quantity), and either one through any cellserver invalidates the entry
+// on every instance. It is safe for concurrent use.
 type denyCache struct {
 	mu  sync.Mutex // guards m
 	m   map[string]denyEntry
@@ -102,13 +103,20 @@ func (c *denyCache) clear() { c.drop(nil, true) }
 // them from its caches. The keys are cellserver's, without the prefix.
 func (s *Shared) Invalidate(keys ...string) {
 	prefixed := make([]string, len(keys))
-	var payload []byte
 	for i, k := range keys {
 		prefixed[i] = s.opts.Prefix + k
-		payload = binary.AppendUvarint(payload, uint64(len(prefixed[i])))
-		payload = append(payload, prefixed[i]...)
 	}
-	s.dropLocal(prefixed, len(keys) == 0)
+	s.invalidate(prefixed)
+}
+
+// invalidate is Invalidate with the keys prefixed already.
+func (s *Shared) invalidate(prefixed []string) {
+	var payload []byte
+	for _, k := range prefixed {
+		payload = binary.AppendUvarint(payload, uint64(len(k)))
+		payload = append(payload, k...)
+	}
+	s.dropLocal(prefixed, len(prefixed) == 0)
 	s.mu.Lock()
 	s.publishes = append(s.publishes, string(payload))
 	s.mu.Unlock()

@@ -351,3 +351,43 @@ func TestSharedInvalidateAcrossInstances(t *testing.T) {
 		t.Fatalf("after DEL and Invalidate elsewhere: %+v, want admitted", r)
 	}
 }
+
+// TestSharedDenyCacheRefund: a refund (CL.THROTTLE with a negative
+// quantity) makes a key laxer, so no instance refuses it from a remembered
+// refusal afterwards: not the one that refunded, not another.
+func TestSharedDenyCacheRefund(t *testing.T) {
+	m, a, _ := newSharedMini(t, SharedOptions{})
+	startShared(t, a)
+	client := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	t.Cleanup(func() { client.Close() })
+	b := NewShared(client, SharedOptions{Local: engine.New(engine.Options{SweepInterval: -1}), Timeout: 5 * time.Second})
+	startShared(t, b)
+	for range 5 {
+		wait(t, throttleAsync(a, "k", clQuota, 1))
+	}
+	for _, s := range []*Shared{a, b} {
+		if r := wait(t, throttleAsync(s, "k", clQuota, 1)); !r.res.Limited {
+			t.Fatalf("the 6th call was admitted: %+v", r)
+		}
+	}
+	// a refunds one request: a's own remembered refusal goes at once, b's
+	// when the invalidation arrives.
+	if r := wait(t, throttleAsync(a, "k", clQuota, -1)); r.err != nil {
+		t.Fatalf("refund: %+v", r)
+	}
+	waitFor(t, "b's deny entry dropped", func() bool {
+		b.deny.mu.Lock()
+		defer b.deny.mu.Unlock()
+		_, ok := b.deny.m["k"]
+		return !ok
+	})
+	if r := wait(t, throttleAsync(b, "k", clQuota, 1)); r.err != nil || r.res.Limited {
+		t.Fatalf("after a refund elsewhere: %+v, want admitted", r)
+	}
+	if r := wait(t, throttleAsync(a, "k", clQuota, -1)); r.err != nil {
+		t.Fatalf("second refund: %+v", r)
+	}
+	if r := wait(t, throttleAsync(a, "k", clQuota, 1)); r.err != nil || r.res.Limited {
+		t.Fatalf("after its own refund: %+v, want admitted", r)
+	}
+}
