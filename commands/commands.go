@@ -80,6 +80,7 @@ type Context struct {
 
 	cmds    *Commands
 	chain   *chain          // orders the commands of an EXEC in shared mode; nil otherwise
+	later   bool            // the running command finishes later (await): its outcome is counted then
 	metrics *commandMetrics // the running command's, or nil
 	stripe  int             // the client's copy of the metrics (stripeOf)
 }
@@ -199,7 +200,7 @@ func (c *Commands) resolve(args [][]byte) (*Command, string) {
 // run calls the handler and counts the call, its time and its outcome.
 func (c *Commands) run(cx *Context, ew *errorCounter, cmd *Command, args [][]byte) {
 	o := c.obs
-	cx.metrics, cx.stripe = o.byCommand[cmd], stripeOf(cx.Client.ID)
+	cx.metrics, cx.stripe, cx.later = o.byCommand[cmd], stripeOf(cx.Client.ID), false
 	start := cx.Client.commandStart()
 	if cmd.Shared != nil && c.opts.Store != nil {
 		cmd.Shared(cx, ew, args)

@@ -23,7 +23,13 @@ func (cx *Context) await(w Writer, start func(finish func(write func(Writer)))) 
 		start = cx.chain.after(cx.cmds, start)
 	}
 	if p := AsPauser(w); p != nil {
-		start(p.Pause())
+		// The command's outcome is counted when its reply is written,
+		// not when its handler returns.
+		cx.later = true
+		t, complete := cx.tally(), p.Pause()
+		start(func(write func(Writer)) {
+			complete(func(w Writer) { t.outcome(w, write) })
+		})
 		return
 	}
 	ch := make(chan func(Writer), 1)

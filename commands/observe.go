@@ -132,8 +132,9 @@ type metricsStripe struct {
 	_                            [64]byte
 }
 
-// record counts one call that took d and wrote errors errors. A deciding
-// command's successful call is counted by tally.decided instead.
+// record counts one call that took d and wrote errors errors. The outcome
+// of a deciding command's successful call, or of a call that finishes
+// later (decides true for both), is counted by its tally instead.
 func (m *metricsStripe) record(d time.Duration, errors int, decides bool) {
 	i := 0
 	for i < len(latencyBounds) && d > latencyBounds[i] {
@@ -183,7 +184,7 @@ func (c *Commands) newObserver() *observer {
 // allocates nothing.
 func (c *Commands) observe(cx *Context, o *observer, cmd *Command, args [][]byte, d time.Duration, errors int) {
 	if m := cx.metrics; m != nil {
-		m.stripes[cx.stripe].record(d, errors, m.decides)
+		m.stripes[cx.stripe].record(d, errors, m.decides || cx.later)
 	}
 	if sl := o.slowlog; sl != nil && d >= sl.threshold {
 		sl.add(cx, cmd, args, d)
@@ -214,10 +215,17 @@ func (t tally) decided(limited bool) {
 	}
 }
 
-// failedIf counts err, the error a command finishing later answers (the
-// errors written before its handler returned are counted by observe).
-func (t tally) failedIf(err error) {
-	if err != nil && t.m != nil {
+// outcome writes a reply that a command finishing later has just
+// completed, with write, and counts what it answered: an error, or for a
+// command that decides nothing, a success (decided counts the others).
+func (t tally) outcome(w Writer, write func(Writer)) {
+	ec := errorCounter{Writer: w}
+	write(&ec)
+	switch {
+	case t.m == nil:
+	case ec.errors > 0:
 		t.m.stripes[t.stripe].errors.Add(1)
+	case !t.m.decides:
+		t.m.stripes[t.stripe].ok.Add(1)
 	}
 }

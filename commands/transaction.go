@@ -55,14 +55,16 @@ func (c *Commands) exec(cx *Context, w Writer, args [][]byte) {
 		keys = append(keys, cmds[i].keys(q)...)
 		all = all || cmds[i].Flags&FlagAllKeys != 0
 	}
-	tx := cx.Engine().Begin(keys, all)
-	defer tx.End()
-	inner := &Context{Client: cx.Client, Tx: tx, cmds: c}
+	inner := &Context{Client: cx.Client, cmds: c}
 	if c.opts.Store != nil {
 		// In shared mode the commands finish later, in the store: they
 		// act there one after the other, each atomically, but the
-		// transaction as a whole is not atomic.
+		// transaction as a whole is not atomic, and the local keyspace
+		// (the fallback's) is not locked for them.
 		inner.chain = &chain{}
+	} else {
+		inner.Tx = cx.Engine().Begin(keys, all)
+		defer inner.Tx.End()
 	}
 	w.WriteArray(len(cmds))
 	for i, cmd := range cmds {

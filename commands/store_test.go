@@ -1,0 +1,260 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"regexp"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cellserver/cellserver/engine"
+)
+
+// fakeStore is a Store over an engine of its own, answering every decision
+// on a goroutine of its own after a random delay of up to a millisecond,
+// so that answers come back out of order; Delete fails for the key "bad".
+type fakeStore struct {
+	eng *engine.Engine
+	wg  sync.WaitGroup
+}
+
+func (f *fakeStore) later(fn func()) {
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		time.Sleep(time.Duration(rand.IntN(1000)) * time.Microsecond)
+		fn()
+	}()
+}
+
+func (f *fakeStore) Throttle(key []byte, q engine.GCRAQuota, n int64, done func(engine.Result, error)) {
+	key = append([]byte(nil), key...)
+	f.later(func() { done(f.eng.Throttle(nil, key, q, n)) })
+}
+
+func (f *fakeStore) ThrottleWindow(r engine.Rule, n int64, done func(engine.Decision, error)) {
+	r.Key = append([]byte(nil), r.Key...)
+	f.later(func() { done(f.eng.ThrottleWindow(nil, r, n)) })
+}
+
+func (f *fakeStore) ThrottleAll(rules []engine.Rule, n int64, done func(engine.Decision, error)) {
+	f.later(func() { done(f.eng.ThrottleAll(nil, rules, n)) })
+}
+
+func (f *fakeStore) Get(_ context.Context, key string) (engine.Value, bool, error) {
+	v, ok := f.eng.Get(nil, []byte(key))
+	return v, ok, nil
+}
+
+func (f *fakeStore) PTTL(_ context.Context, key string) (int64, error) {
+	return f.eng.PTTL(nil, []byte(key)), nil
+}
+
+func (f *fakeStore) Exists(_ context.Context, keys []string) (int64, error) {
+	n := int64(0)
+	for _, k := range keys {
+		if _, ok := f.eng.Get(nil, []byte(k)); ok {
+			n++
+		}
+	}
+	return n, nil
+}
+
+func (f *fakeStore) Delete(_ context.Context, keys []string) (int64, error) {
+	n := int64(0)
+	for _, k := range keys {
+		if k == "bad" {
+			return 0, errors.New("the store said no")
+		}
+		if f.eng.Delete(nil, []byte(k)) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+func (f *fakeStore) Scan(context.Context, uint64, string, int64, string) ([]string, uint64, error) {
+	return nil, 0, nil
+}
+func (f *fakeStore) Keys(context.Context, string) ([]string, error) { return nil, nil }
+func (f *fakeStore) Len(context.Context) (int64, error)             { return int64(f.eng.Len(nil)), nil }
+func (f *fakeStore) Flush(context.Context) error                    { f.eng.Flush(nil); return nil }
+
+// newStoreHarness is a harness whose commands run against a fakeStore,
+// and the harness of the same commands in memory, on one clock.
+func newStoreHarness(t *testing.T) (shared, memory *harness) {
+	t.Helper()
+	memory = newHarness(t)
+	eng := engine.New(engine.Options{Now: memory.clock.Now, SweepInterval: -1})
+	t.Cleanup(eng.Close)
+	st := &fakeStore{eng: eng}
+	local := engine.New(engine.Options{Now: memory.clock.Now, SweepInterval: -1})
+	t.Cleanup(local.Close)
+	cmds := New(Options{Engine: local, Version: "test", Store: st})
+	t.Cleanup(func() { cmds.Close(); st.wg.Wait() })
+	shared = &harness{t: t, clock: memory.clock, eng: local, cmds: cmds,
+		client: NewClient(1, "127.0.0.1:50000", "127.0.0.1:6379", memory.clock.Now())}
+	return shared, memory
+}
+
+// TestStoreRepliesAsMemory: the deciding and keyspace commands answer the
+// same bytes through a Store as in memory, the store's answers coming back
+// on other goroutines.
+func TestStoreRepliesAsMemory(t *testing.T) {
+	shared, memory := newStoreHarness(t)
+	for _, args := range [][]string{
+		{"CL.THROTTLE", "cl", "2", "10", "60"},
+		{"CL.THROTTLE", "cl", "2", "10", "60", "5"},
+		{"CL.THROTTLE", "cl", "0", "0", "60"},
+		{"SW.THROTTLE", "sw", "3", "1m", "2"},
+		{"SW.THROTTLE", "sw", "3", "1m", "2", "MS"},
+		{"FW.THROTTLE", "cl", "3", "1m"},
+		{"THROTTLE.ALL", "CL", "a", "1", "1", "60", "SW", "sw", "3", "1m"},
+		{"THROTTLE.ALL", "FW", "a", "1", "1m", "FW", "a", "1", "1m"},
+		{"GET", "cl"}, {"GET", "sw"}, {"GET", "none"},
+		{"TYPE", "sw"}, {"PTTL", "cl"}, {"TTL", "cl"}, {"EXISTS", "cl", "sw", "none"},
+		{"DEL", "cl", "none"}, {"DBSIZE"},
+	} {
+		if got, want := shared.do(args...), memory.do(args...); got != want {
+			t.Errorf("%q through a store: %q, in memory %q", args, got, want)
+		}
+	}
+}
+
+// TestStoreTransactionInOrder: inside EXEC, the commands act on the store
+// one after the other, though the store answers each out of order.
+func TestStoreTransactionInOrder(t *testing.T) {
+	for range 20 {
+		shared, _ := newStoreHarness(t)
+		shared.do("CL.THROTTLE", "k", "0", "1", "60")
+		shared.do("MULTI")
+		shared.do("DEL", "k")
+		shared.do("CL.THROTTLE", "k", "0", "1", "60")
+		shared.do("CL.THROTTLE", "k", "0", "1", "60")
+		shared.do("EXISTS", "k")
+		got := shared.do("EXEC")
+		want := "*4\r\n:1\r\n" + ints(0, 1, 0, -1, 60) + ints(1, 1, 0, 60, 60) + ":1\r\n"
+		if got != want {
+			t.Fatalf("EXEC = %q, want %q", got, want)
+		}
+	}
+}
+
+// TestStoreCountsLaterOutcomes: a command that finishes later is counted
+// once, by its outcome: a keyspace command the store failed as a failed
+// call, one it carried out as a success.
+func TestStoreCountsLaterOutcomes(t *testing.T) {
+	shared, _ := newStoreHarness(t)
+	if got := shared.do("DEL", "bad"); got[0] != '-' {
+		t.Fatalf("DEL of a key the store refuses: %q", got)
+	}
+	shared.do("DEL", "k")
+	shared.do("CL.THROTTLE", "k", "0", "0", "60") // zero rate: an error, answered later
+	text := infoText(t, shared, "commandstats")
+	for name, want := range map[string]string{
+		"del":         "calls=2,rejected_calls=0,failed_calls=1",
+		"cl.throttle": "calls=1,rejected_calls=0,failed_calls=1",
+	} {
+		v := field(t, text, "cmdstat_"+name)
+		if got := regexp.MustCompile(`usec=\d+,usec_per_call=\d+\.\d\d,`).ReplaceAllString(v, ""); got != want {
+			t.Errorf("cmdstat_%s = %s, want %s", name, got, want)
+		}
+	}
+}
+
+// pausingWriter is a respWriter whose commands may pause, as a connection's
+// writer: each Pause reserves a slot, later writes go after it, and String
+// waits for every slot and joins them in order.
+type pausingWriter struct {
+	proto int
+	parts []*respWriter // writes and slots, in order
+	wg    sync.WaitGroup
+}
+
+func newPausingWriter(proto int) *pausingWriter {
+	return &pausingWriter{proto: proto, parts: []*respWriter{{proto: proto}}}
+}
+
+func (p *pausingWriter) cur() *respWriter { return p.parts[len(p.parts)-1] }
+
+func (p *pausingWriter) Pause() func(func(Writer)) {
+	slot := &respWriter{proto: p.proto}
+	p.parts = append(p.parts, slot, &respWriter{proto: p.proto})
+	p.wg.Add(1)
+	return func(write func(Writer)) {
+		write(slot)
+		p.wg.Done()
+	}
+}
+
+func (p *pausingWriter) String() string {
+	p.wg.Wait()
+	var s string
+	for _, part := range p.parts {
+		s += part.buf.String()
+	}
+	return s
+}
+
+func (p *pausingWriter) WriteError(msg string)    { p.cur().WriteError(msg) }
+func (p *pausingWriter) WriteString(s string)     { p.cur().WriteString(s) }
+func (p *pausingWriter) WriteBulk(b []byte)       { p.cur().WriteBulk(b) }
+func (p *pausingWriter) WriteBulkString(s string) { p.cur().WriteBulkString(s) }
+func (p *pausingWriter) WriteInt(n int64)         { p.cur().WriteInt(n) }
+func (p *pausingWriter) WriteArray(n int)         { p.cur().WriteArray(n) }
+func (p *pausingWriter) WriteMap(n int)           { p.cur().WriteMap(n) }
+func (p *pausingWriter) WriteSet(n int)           { p.cur().WriteSet(n) }
+func (p *pausingWriter) WriteNull()               { p.cur().WriteNull() }
+func (p *pausingWriter) WriteNullArray()          { p.cur().WriteNullArray() }
+func (p *pausingWriter) WriteVerbatim(s string)   { p.cur().WriteVerbatim(s) }
+
+// doPaused runs one command on a writer that can pause it, and returns its
+// reply once every paused part has completed.
+func (h *harness) doPaused(args ...string) string {
+	h.t.Helper()
+	bargs := make([][]byte, len(args))
+	for i, a := range args {
+		bargs[i] = []byte(a)
+	}
+	w := newPausingWriter(h.client.Proto)
+	h.cmds.Dispatch(w, h.client, bargs)
+	return w.String()
+}
+
+// TestStorePausedAsMemory: paused, through a store, the commands answer as
+// in memory, EXEC's replies in order, and each outcome is counted once.
+func TestStorePausedAsMemory(t *testing.T) {
+	shared, memory := newStoreHarness(t)
+	for _, args := range [][]string{
+		{"CL.THROTTLE", "k", "0", "1", "60"},
+		{"CL.THROTTLE", "k", "0", "1", "60"},
+		{"CL.THROTTLE", "k", "0", "0", "60"},
+		{"SW.THROTTLE", "sw", "3", "1m", "2"},
+		{"THROTTLE.ALL", "CL", "a", "1", "1", "60", "SW", "sw", "3", "1m"},
+		{"GET", "k"}, {"EXISTS", "k", "sw"}, {"DEL", "k"},
+	} {
+		if got, want := shared.doPaused(args...), memory.do(args...); got != want {
+			t.Errorf("%q paused through a store: %q, in memory %q", args, got, want)
+		}
+	}
+	shared.doPaused("DEL", "bad")
+	shared.doPaused("MULTI")
+	shared.doPaused("CL.THROTTLE", "t", "0", "1", "60")
+	shared.doPaused("DEL", "t")
+	shared.doPaused("CL.THROTTLE", "t", "0", "1", "60")
+	if got, want := shared.doPaused("EXEC"), "*3\r\n"+ints(0, 1, 0, -1, 60)+":1\r\n"+ints(0, 1, 0, -1, 60); got != want {
+		t.Errorf("EXEC paused = %q, want %q", got, want)
+	}
+	text := infoText(t, shared, "commandstats")
+	for name, want := range map[string]string{
+		"del":         "calls=3,rejected_calls=0,failed_calls=1",
+		"cl.throttle": "calls=5,rejected_calls=0,failed_calls=1",
+	} {
+		v := field(t, text, "cmdstat_"+name)
+		if got := regexp.MustCompile(`usec=\d+,usec_per_call=\d+\.\d\d,`).ReplaceAllString(v, ""); got != want {
+			t.Errorf("cmdstat_%s = %s, want %s", name, got, want)
+		}
+	}
+}
