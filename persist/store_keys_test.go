@@ -138,3 +138,34 @@ func TestStoreKeysCluster(t *testing.T) {
 		t.Errorf("after Flush, Len = %d, %v", m, err)
 	}
 }
+
+// TestNewStoreClientFindsCluster: one address of a cluster node gives a
+// cluster client, one of a plain Redis a plain client.
+func TestNewStoreClientFindsCluster(t *testing.T) {
+	t.Parallel()
+	nodes := redistest.StartCluster(t, 3)
+	plain := redistest.Start(t)
+	ctx := context.Background()
+	c, err := NewStoreClient(ctx, "redis://"+nodes[1].Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, ok := c.(*redis.ClusterClient); !ok {
+		t.Errorf("one cluster node's address gives a %T, want a cluster client", c)
+	}
+	// Every key is reachable through it, whichever node holds it.
+	for i := range 20 {
+		if err := c.Set(ctx, fmt.Sprint("k", i), "1", time.Minute).Err(); err != nil {
+			t.Fatalf("SET through the cluster client: %v", err)
+		}
+	}
+	p, err := NewStoreClient(ctx, plain.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if _, ok := p.(*redis.Client); !ok {
+		t.Errorf("a plain Redis gives a %T, want a plain client", p)
+	}
+}

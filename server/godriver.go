@@ -1,6 +1,7 @@
 package server
 
 import (
+	"crypto/tls"
 	"errors"
 	"net"
 	"os"
@@ -27,7 +28,17 @@ func (d *goDriver) wake() {
 	}
 }
 
-func (d *goDriver) shutSocket() { _ = d.nc.Close() }
+// shutSocket closes the socket. For TLS it closes the connection under
+// it: tls.Conn's Close first sends a close_notify alert, which can block
+// (for seconds, on a client that reads nothing) while the session's lock
+// is held.
+func (d *goDriver) shutSocket() {
+	if tc, ok := d.nc.(*tls.Conn); ok {
+		_ = tc.NetConn().Close()
+		return
+	}
+	_ = d.nc.Close()
+}
 
 // serve runs the session until it ends. Each read from the socket brings a
 // batch of requests, run at once, their replies sent with one write before

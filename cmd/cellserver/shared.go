@@ -33,11 +33,13 @@ type shared struct {
 // store that does not answer at start is an error only with
 // --shared-fallback error or --backing-required.
 func openShared(ctx context.Context, cfg config, eng *engine.Engine, log *slog.Logger) (*shared, error) {
-	opts, err := persist.ParseURL(cfg.backingRedis)
+	client, err := persist.NewStoreClient(ctx, cfg.backingRedis)
 	if err != nil { // parseConfig has checked the address
 		return nil, err
 	}
-	client := redis.NewUniversalClient(opts)
+	if _, ok := client.(*redis.ClusterClient); ok {
+		log.Info("the shared store is a Redis Cluster")
+	}
 	fallback := persist.FallbackLocal
 	if cfg.sharedFallback == fallbackError {
 		fallback = persist.FallbackError

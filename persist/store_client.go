@@ -1,0 +1,39 @@
+package persist
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// clusterProbeTimeout bounds the look at whether a single address is a
+// Redis Cluster node.
+const clusterProbeTimeout = time.Second
+
+// NewStoreClient returns a client of the store at rawURL (see ParseURL).
+// A list of nodes is a Redis Cluster; so is a single address whose server
+// says it is a cluster node (cluster_enabled:1, as behind a managed
+// service's configuration endpoint), which a plain client could not use for
+// keys on other nodes. A server that does not answer within a second is
+// taken as the address says.
+func NewStoreClient(ctx context.Context, rawURL string) (redis.UniversalClient, error) {
+	opts, err := ParseURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	client := redis.NewUniversalClient(opts)
+	single, ok := client.(*redis.Client)
+	if !ok {
+		return client, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, clusterProbeTimeout)
+	defer cancel()
+	info, err := single.Info(ctx, "cluster").Result()
+	if err != nil || !strings.Contains(info, "cluster_enabled:1") {
+		return client, nil
+	}
+	single.Close()
+	return redis.NewClusterClient(opts.Cluster()), nil
+}
