@@ -1,32 +1,11 @@
 package persist
 
 import (
-	"bytes"
-	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/cellserver/cellserver/persist/redistest"
 )
-
-// lockedBuffer is a log destination two goroutines may write.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestLeaseSecondWriter: a second write-behind instance on the same store
 // and prefix is told, in a warning naming shared mode; one on another
@@ -35,12 +14,12 @@ func TestLeaseSecondWriter(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
-	var logs1, logs2, logs3 lockedBuffer
-	first := StartLease(rdb, "app:", slog.New(slog.NewTextHandler(&logs1, nil)))
+	var logs1, logs2, logs3 logBuffer
+	first := StartLease(rdb, "app:", logs1.logger())
 	first.check() // the start's look may still be under way: look again, in order
-	second := StartLease(rdb, "app:", slog.New(slog.NewTextHandler(&logs2, nil)))
+	second := StartLease(rdb, "app:", logs2.logger())
 	second.check()
-	other := StartLease(rdb, "other:", slog.New(slog.NewTextHandler(&logs3, nil)))
+	other := StartLease(rdb, "other:", logs3.logger())
 	other.check()
 	defer second.Close()
 	defer other.Close()

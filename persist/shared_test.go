@@ -324,12 +324,7 @@ func TestSharedNoExpiry(t *testing.T) {
 // TestSharedInvalidateAcrossInstances: a DEL through one instance clears
 // the key from another instance's deny cache.
 func TestSharedInvalidateAcrossInstances(t *testing.T) {
-	m, a, _ := newSharedMini(t, SharedOptions{})
-	startShared(t, a)
-	client := redis.NewClient(&redis.Options{Addr: m.Addr()})
-	t.Cleanup(func() { client.Close() })
-	b := NewShared(client, SharedOptions{Local: engine.New(engine.Options{SweepInterval: -1}), Timeout: 5 * time.Second})
-	startShared(t, b)
+	m, a, b := twoSharedMini(t)
 	for range 6 {
 		wait(t, throttleAsync(a, "k", clQuota, 1))
 	}
@@ -356,12 +351,7 @@ func TestSharedInvalidateAcrossInstances(t *testing.T) {
 // quantity) makes a key laxer, so no instance refuses it from a remembered
 // refusal afterwards: not the one that refunded, not another.
 func TestSharedDenyCacheRefund(t *testing.T) {
-	m, a, _ := newSharedMini(t, SharedOptions{})
-	startShared(t, a)
-	client := redis.NewClient(&redis.Options{Addr: m.Addr()})
-	t.Cleanup(func() { client.Close() })
-	b := NewShared(client, SharedOptions{Local: engine.New(engine.Options{SweepInterval: -1}), Timeout: 5 * time.Second})
-	startShared(t, b)
+	_, a, b := twoSharedMini(t)
 	for range 5 {
 		wait(t, throttleAsync(a, "k", clQuota, 1))
 	}
@@ -390,4 +380,16 @@ func TestSharedDenyCacheRefund(t *testing.T) {
 	if r := wait(t, throttleAsync(a, "k", clQuota, 1)); r.err != nil || r.res.Limited {
 		t.Fatalf("after its own refund: %+v, want admitted", r)
 	}
+}
+
+// twoSharedMini returns two started instances on one miniredis.
+func twoSharedMini(t *testing.T) (m *miniredis.Miniredis, a, b *Shared) {
+	t.Helper()
+	m, a, _ = newSharedMini(t, SharedOptions{})
+	startShared(t, a)
+	client := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	t.Cleanup(func() { client.Close() })
+	b = NewShared(client, SharedOptions{Local: engine.New(engine.Options{SweepInterval: -1}), Timeout: 5 * time.Second})
+	startShared(t, b)
+	return m, a, b
 }
