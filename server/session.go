@@ -90,11 +90,16 @@ type session struct {
 	drv       driver
 	snap      commands.ClientInfo
 	completed bool // some paused reply has completed since run last looked
-	closing   bool // Shutdown: end once nothing is left to run or send
-	waiting   bool // the driver waits for bytes with nothing pending: Shutdown may close at once
-	idleSince time.Time
-	closed    bool
-	closeErr  error
+	// dispatching: a command that paused is still being dispatched on the
+	// driver's goroutine, which looks at completed when it returns, so a
+	// completion meanwhile (a deny-cache hit, a validation error) needs no
+	// wake.
+	dispatching bool
+	closing     bool // Shutdown: end once nothing is left to run or send
+	waiting     bool // the driver waits for bytes with nothing pending: Shutdown may close at once
+	idleSince   time.Time
+	closed      bool
+	closeErr    error
 }
 
 // newSession returns the session of a connection just accepted, driven by
@@ -191,6 +196,10 @@ func (s *session) run(now time.Time) {
 			started = true
 		}
 		eff := s.dispatch(args)
+		if s.w.paused {
+			s.w.paused = false
+			s.applyInline()
+		}
 		if eff&commands.EffectProto != 0 {
 			s.w.proto = s.cs.Proto()
 		}
@@ -204,6 +213,28 @@ func (s *session) run(now time.Time) {
 		}
 	}
 	s.publish(now, started, info)
+}
+
+// pausing records that the command being dispatched paused: completions
+// from now until applyInline need not wake the driver.
+func (s *session) pausing() {
+	s.mu.Lock()
+	s.dispatching = true
+	s.mu.Unlock()
+}
+
+// applyInline writes, after a command that paused, the paused replies that
+// completed meanwhile (during its dispatch, or on another goroutine),
+// within the same batch instead of after a wake-up.
+func (s *session) applyInline() {
+	s.mu.Lock()
+	s.dispatching = false
+	completed := s.completed
+	s.completed = false
+	s.mu.Unlock()
+	if completed {
+		s.w.applyCompleted()
+	}
 }
 
 // dispatch runs one command, recovering from a panic in it.
@@ -372,6 +403,10 @@ func (s *session) complete(p *pausedReply, write func(commands.Writer)) {
 	}
 	p.write = write
 	s.completed = true
+	if s.dispatching { // applyInline writes it
+		s.mu.Unlock()
+		return
+	}
 	drv := s.drv
 	s.mu.Unlock()
 	drv.wake()

@@ -17,6 +17,7 @@ import (
 //	PING        +PONG, may overlap a paused command
 //	ECHO x      $x
 //	HOLD        pauses; the test completes it (+H<n>, n counting from 0)
+//	NOW         pauses and completes at once (+NOW), as a deny-cache hit
 //	NOLAP       +NOLAP, may not overlap
 //	BIG n       a bulk string of n bytes
 //	QUIT        +OK, and the connection ends
@@ -30,7 +31,8 @@ func (c *scriptSession) Proto() int                { return 2 }
 func (c *scriptSession) AuthRequired() bool        { return false }
 func (c *scriptSession) Info() commands.ClientInfo { return commands.ClientInfo{ID: 1} }
 func (c *scriptSession) Overlaps(args [][]byte) bool {
-	return strings.EqualFold(string(args[0]), "ping") || strings.EqualFold(string(args[0]), "hold")
+	name := string(args[0])
+	return strings.EqualFold(name, "ping") || strings.EqualFold(name, "hold") || strings.EqualFold(name, "now")
 }
 
 func (c *scriptSession) Dispatch(w commands.Writer, args [][]byte) commands.Effect {
@@ -43,6 +45,8 @@ func (c *scriptSession) Dispatch(w commands.Writer, args [][]byte) commands.Effe
 		w.WriteBulk(args[1])
 	case "HOLD":
 		c.holds = append(c.holds, commands.AsPauser(w).Pause())
+	case "NOW":
+		commands.AsPauser(w).Pause()(func(w commands.Writer) { w.WriteString("NOW") })
 	case "NOLAP":
 		w.WriteString("NOLAP")
 	case "BIG":
@@ -305,6 +309,31 @@ func TestSessionPausedWakesDriver(t *testing.T) {
 	r.drive()
 	if got := strings.Join(r.writes, ""); got != ":1\r\n" {
 		t.Fatalf("sent %q", got)
+	}
+}
+
+// TestSessionCompletedDuringDispatch: a command that completes while it
+// is dispatched is written in the same batch, without waking the driver.
+func TestSessionCompletedDuringDispatch(t *testing.T) {
+	r := newSessionRig(t, 0)
+	r.feed("NOW\r\nPING\r\nHOLD\r\nNOW\r\nPING\r\n")
+	if st := r.drive(); st != stepRead {
+		t.Fatalf("next = %d, want stepRead", st)
+	}
+	if got := strings.Join(r.writes, ""); got != "+NOW\r\n+PONG\r\n" {
+		t.Fatalf("sent %q before HOLD completed", got)
+	}
+	if r.drv.wakes != 0 {
+		t.Fatalf("%d wakes, want 0", r.drv.wakes)
+	}
+	r.writes = nil
+	r.cs.holds[0](func(w commands.Writer) { w.WriteString("H0") })
+	if r.drv.wakes != 1 {
+		t.Fatalf("%d wakes after HOLD completed, want 1", r.drv.wakes)
+	}
+	r.drive()
+	if got := strings.Join(r.writes, ""); got != "+H0\r\n+NOW\r\n+PONG\r\n" {
+		t.Fatalf("sent %q after HOLD completed", got)
 	}
 }
 

@@ -30,7 +30,10 @@ type replyWriter struct {
 	start int    // where the current command's reply starts in out
 	proto int    // the client's RESP version
 	held  []*pausedReply
-	tmp   [64]byte // scratch for headers and text
+	// paused: the command being dispatched paused (session.run then
+	// applies what completed during it).
+	paused bool
+	tmp    [64]byte // scratch for headers and text
 }
 
 // pausedReply is the place of a paused command's reply.
@@ -97,6 +100,10 @@ func (w *replyWriter) Pause() func(write func(commands.Writer)) {
 	p := &pausedReply{at: len(w.out), proto: w.proto, name: commandName(w.sess.current)}
 	w.held = append(w.held, p)
 	s := w.sess
+	if !w.paused {
+		w.paused = true
+		s.pausing()
+	}
 	return func(write func(commands.Writer)) { s.complete(p, write) }
 }
 
