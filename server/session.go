@@ -17,6 +17,12 @@ import (
 // replies does not make the server hold all of them at once.
 const maxBatchReply = 64 << 10
 
+// maxHeldCommands is how many paused commands one connection may have
+// before it stops reading: with maxBatchReply bytes held behind a paused
+// reply, it bounds what a client pipelining without reading its replies
+// makes the server hold.
+const maxHeldCommands = 1024
+
 // publishEvery is how stale the LastActive that other clients see (CLIENT
 // LIST's idle=, in whole seconds) may be, so that a client running command
 // after command does not copy its state for them after each one.
@@ -152,7 +158,9 @@ func (s *session) fail(err error) {
 
 // run writes the paused replies that have completed and runs every request
 // that may run now, stopping early when maxBatchReply bytes are ready to
-// send: the driver sends them and calls run again.
+// send (the driver sends them and calls run again) or when the replies held
+// behind paused ones are too many (heldFull: the rest waits, unread, for
+// them to complete).
 func (s *session) run(now time.Time) {
 	s.mu.Lock()
 	closed, completed := s.closed, s.completed
@@ -168,7 +176,7 @@ func (s *session) run(now time.Time) {
 		return
 	}
 	info, started := false, false
-	for len(s.w.ready()) <= maxBatchReply {
+	for len(s.w.ready()) <= maxBatchReply && !s.w.heldFull() {
 		args := s.waitArgs
 		if args == nil {
 			var st parseStatus
@@ -300,7 +308,7 @@ func (s *session) next(now time.Time) step {
 			return s.closeLocked(errShutdown)
 		}
 	}
-	if s.end != nil || s.waitArgs != nil || s.readErr != nil || s.closing {
+	if s.end != nil || s.waitArgs != nil || s.readErr != nil || s.closing || s.w.heldFull() {
 		return stepWait // for the paused commands, reading nothing meanwhile
 	}
 	if !pending && !s.waiting { // idle from now, until bytes arrive

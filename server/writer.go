@@ -66,6 +66,14 @@ func (w *replyWriter) ready() []byte {
 	return w.out[w.sentN:end]
 }
 
+// heldFull reports whether the replies held behind the first paused one,
+// paused or written, number maxHeldCommands or take more than
+// maxBatchReply bytes: the connection runs and reads nothing more until
+// some complete.
+func (w *replyWriter) heldFull() bool {
+	return len(w.held) >= maxHeldCommands || (len(w.held) > 0 && len(w.out)-w.held[0].at > maxBatchReply)
+}
+
 // pending reports whether a paused reply has yet to be written.
 func (w *replyWriter) pending() bool { return len(w.held) > 0 }
 
