@@ -116,7 +116,8 @@ func (s *Shared) round(ops []*sharedOp) (retry []*sharedOp) {
 	for _, g := range groups {
 		s.decideGroup(g, now)
 	}
-	// One call per hash slot (one in all on a single Redis).
+	// One call per hash slot (one in all on a single Redis), split at
+	// maxCallKeys.
 	var calls []*casCall
 	var callGroups [][]*group
 	bySlot := map[int]int{}
@@ -126,6 +127,9 @@ func (s *Shared) round(ops []*sharedOp) (retry []*sharedOp) {
 			slot = keySlot(g.keys[0])
 		}
 		i, ok := bySlot[slot]
+		if ok && len(calls[i].keys)+len(g.keys) > maxCallKeys {
+			ok = false
+		}
 		if !ok {
 			i = len(calls)
 			bySlot[slot] = i
