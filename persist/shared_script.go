@@ -134,10 +134,15 @@ type casKey struct {
 	newVal   storeValue
 }
 
-// casCall is one EVALSHA: the groups of one hash slot.
+// casCall is one EVALSHA: some groups of one hash slot.
 type casCall struct {
-	keys []string
-	args []any
+	// keys and args are the script's KEYS and ARGV, as go-redis writes
+	// them: pointers into the round's casKeys (*string, *int64), which
+	// box without an allocation, but for the first key, a string that
+	// go-redis reads to find a cluster's slot.
+	keys  []any
+	args  []any
+	nkeys int
 	// groups are the sizes of the call's groups, in order.
 	groups []int
 }
@@ -148,46 +153,65 @@ type casCall struct {
 // shared store, for every instance using it, for long.
 const maxCallKeys = 1000
 
-// add appends one group of keys.
+// add appends one group of keys. The call points into group until it is
+// sent.
 func (c *casCall) add(group []casKey) {
-	c.args = append(c.args, len(group))
-	for _, k := range group {
-		c.keys = append(c.keys, k.key)
+	c.args = append(c.args, len(group)) // a small int: no allocation
+	for i := range group {
+		k := &group[i]
+		if c.nkeys == 0 {
+			c.keys = append(c.keys, k.key)
+		} else {
+			c.keys = append(c.keys, &k.key)
+		}
+		c.nkeys++
 		c.args = append(c.args, casCode(k.expected.kind, k.write))
 		if k.expected.kind == kindValue {
-			c.args = append(c.args, k.expected.val)
+			c.args = append(c.args, &k.expected.val)
 		}
 		if k.write == writeSet {
-			c.args = append(c.args, k.newVal.val, k.newVal.expireAtMs)
+			c.args = append(c.args, &k.newVal.val, &k.newVal.expireAtMs)
 		}
 	}
 	c.groups = append(c.groups, len(group))
 }
 
+// command is the call as an EVALSHA (or, with the script's source, an
+// EVAL) for a pipeline.
+func (c *casCall) command(ctx context.Context, name, script string) *redis.Cmd {
+	argv := make([]any, 0, 3+len(c.keys)+len(c.args))
+	argv = append(argv, name, script, c.nkeys)
+	argv = append(argv, c.keys...)
+	argv = append(argv, c.args...)
+	cmd := redis.NewCmd(ctx, argv...)
+	cmd.SetFirstKeyPos(3)
+	return cmd
+}
+
 // casCode is a key's code in the script's arguments: the kind expected and
 // the write. Constants, so that they cost no allocation as arguments.
 func casCode(kind, write string) string {
-	switch kind + write {
-	case "ak":
-		return "ak"
-	case "as":
-		return "as"
-	case "ad":
-		return "ad"
-	case "vk":
-		return "vk"
-	case "vs":
-		return "vs"
-	case "vd":
-		return "vd"
-	case "tk":
-		return "tk"
-	case "ts":
-		return "ts"
-	case "td":
-		return "td"
+	codes := [3][3]string{{"ak", "as", "ad"}, {"vk", "vs", "vd"}, {"tk", "ts", "td"}}
+	var k, w int
+	switch kind {
+	case kindAbsent:
+	case kindValue:
+		k = 1
+	case kindForeign:
+		k = 2
+	default:
+		panic("persist: bad expected kind " + kind)
 	}
-	panic("persist: bad compare-and-set " + kind + write)
+	switch write {
+	case writeKeep:
+	case writeSet:
+		w = 1
+	case writeDel:
+		w = 2
+	default:
+		panic("persist: bad write " + write)
+	}
+	return codes[k][w]
 }
 
 // casReply is a script's reply: the store's time and, for each group, nil
@@ -206,7 +230,8 @@ func runCAS(ctx context.Context, client redis.UniversalClient, calls []*casCall)
 	cmds := make([]*redis.Cmd, len(calls))
 	pipe := client.Pipeline()
 	for i, c := range calls {
-		cmds[i] = casScript.EvalSha(ctx, pipe, c.keys, c.args...)
+		cmds[i] = c.command(ctx, "evalsha", casScript.Hash())
+		_ = pipe.Process(ctx, cmds[i])
 	}
 	pipe.Exec(ctx) // each command's error is looked at
 	var again []int
@@ -218,7 +243,8 @@ func runCAS(ctx context.Context, client redis.UniversalClient, calls []*casCall)
 	if len(again) > 0 {
 		pipe = client.Pipeline()
 		for _, i := range again {
-			cmds[i] = casScript.Eval(ctx, pipe, calls[i].keys, calls[i].args...)
+			cmds[i] = calls[i].command(ctx, "eval", casSource)
+			_ = pipe.Process(ctx, cmds[i])
 		}
 		pipe.Exec(ctx)
 	}
