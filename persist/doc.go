@@ -102,7 +102,8 @@
 // Keys linked by operations (a THROTTLE.ALL links its keys) form a group,
 // checked and written all or nothing; groups succeed or fail on their own.
 // A THROTTLE.ALL refused by one rule writes no key. On a single Redis a
-// batch is one EVALSHA; on a Redis Cluster it is one EVALSHA per hash slot,
+// batch is one EVALSHA per about 1,000 keys (so that none holds the store
+// long); on a Redis Cluster it is one EVALSHA per hash slot, split alike,
 // all in one pipeline (go-redis follows MOVED and ASK and runs the nodes in
 // parallel). A THROTTLE.ALL whose keys are in different slots is refused
 // with ErrCrossSlot (CROSSSLOT): keys that share a hash tag ({user42}:a,

@@ -93,6 +93,9 @@ type Shared struct {
 	// cache is the value cache: the last value seen of each key in the
 	// store. Owned by the batcher goroutine.
 	cache map[string]storeValue
+	// byKey finds a round's group by key, emptied after each round. Owned
+	// by the batcher goroutine.
+	byKey map[string]int
 }
 
 // sharedOp is one queued operation.

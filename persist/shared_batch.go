@@ -106,29 +106,49 @@ type group struct {
 	cas  []casKey
 	// finals are the keys' values once every op has been applied.
 	finals []storeValue
+	one    [1]*sharedOp // ops' room when it has one op, the common case
 }
 
 // round decides ops and sends one round trip; it returns the ops to decide
 // again (their group conflicted).
 func (s *Shared) round(ops []*sharedOp) (retry []*sharedOp) {
-	groups := groupOps(ops)
+	groups := s.groupOps(ops)
 	now := s.now()
+	// The round's keys share one slab each for their compare-and-sets and
+	// final values: the script's arguments point into cas, so it is not
+	// reused (a round trip that timed out may still be sending it).
+	nkeys := 0
 	for _, g := range groups {
+		nkeys += len(g.keys)
+	}
+	cas, finals := make([]casKey, nkeys), make([]storeValue, nkeys)
+	for _, g := range groups {
+		n := len(g.keys)
+		g.cas, g.finals = cas[:n:n], finals[:n:n]
+		cas, finals = cas[n:], finals[n:]
 		s.decideGroup(g, now)
 	}
-	// One call per hash slot (one in all on a single Redis).
+	// One call per hash slot (one in all on a single Redis), split at
+	// maxCallKeys.
 	var calls []*casCall
 	var callGroups [][]*group
-	bySlot := map[int]int{}
+	var bySlot map[int]int
+	if s.cluster {
+		bySlot = map[int]int{}
+	}
 	for _, g := range groups {
-		slot := 0
+		i, ok := len(calls)-1, len(calls) > 0
 		if s.cluster {
-			slot = keySlot(g.keys[0])
+			i, ok = bySlot[keySlot(g.keys[0])]
 		}
-		i, ok := bySlot[slot]
+		if ok && calls[i].nkeys+len(g.keys) > maxCallKeys {
+			ok = false
+		}
 		if !ok {
 			i = len(calls)
-			bySlot[slot] = i
+			if s.cluster {
+				bySlot[keySlot(g.keys[0])] = i
+			}
 			calls = append(calls, &casCall{})
 			callGroups = append(callGroups, nil)
 		}
@@ -196,7 +216,43 @@ func (s *Shared) round(ops []*sharedOp) (retry []*sharedOp) {
 }
 
 // groupOps links the ops that share keys into groups, in order of arrival.
-func groupOps(ops []*sharedOp) []*group {
+func (s *Shared) groupOps(ops []*sharedOp) []*group {
+	for _, op := range ops {
+		if len(op.keys) != 1 {
+			return groupLinked(ops)
+		}
+	}
+	// Every op has one key: a group per key, found in a map the batcher
+	// keeps from round to round.
+	if s.byKey == nil {
+		s.byKey = make(map[string]int)
+	}
+	byKey := s.byKey
+	defer clear(byKey)
+	slab := make([]group, 0, len(ops))
+	for _, op := range ops {
+		k := op.keys[0]
+		i, ok := byKey[k]
+		if !ok {
+			i = len(slab)
+			byKey[k] = i
+			slab = append(slab, group{keys: op.keys[:1:1]})
+			g := &slab[i]
+			g.one[0] = op
+			g.ops = g.one[:1]
+			continue
+		}
+		slab[i].ops = append(slab[i].ops, op)
+	}
+	groups := make([]*group, len(slab))
+	for i := range slab {
+		groups[i] = &slab[i]
+	}
+	return groups
+}
+
+// groupLinked is groupOps for ops some of which have several keys.
+func groupLinked(ops []*sharedOp) []*group {
 	keyIndex := map[string]int{}
 	parent := []int{}
 	find := func(i int) int {
@@ -245,16 +301,44 @@ func groupOps(ops []*sharedOp) []*group {
 	return groups
 }
 
+// keyAt returns where k is in keys; index, when not nil, maps them.
+func keyAt(keys []string, index map[string]int, k string) int {
+	if index != nil {
+		return index[k]
+	}
+	for i, x := range keys {
+		if x == k {
+			return i
+		}
+	}
+	panic("persist: an op's key is not in its group")
+}
+
 // decideGroup decides the group's ops in order, each on the state the one
-// before left, from the cached values, and fills in its compare-and-set:
-// the values first expected and the last ones.
+// before left, from the cached values, and fills in its compare-and-set
+// (g.cas and g.finals, whose room the caller gives): the values first
+// expected and the last ones.
 func (s *Shared) decideGroup(g *group, now int64) {
 	nowMs := now / 1e6
 	boundMs := s.clock.boundNs()/1e6 + 1
-	states := make(map[string]*engine.Record, len(g.keys))
-	foreign := map[string]bool{}
-	g.cas = make([]casKey, len(g.keys))
-	initial := make([]storeValue, len(g.keys))
+	n := len(g.keys)
+	// The keys' states, whether each is another application's, and what
+	// each was decoded to (to write only what changed). One key, the
+	// common case, needs no allocation but its records'.
+	var oneState [1]engine.Record
+	var oneInitial [1]initialValue
+	var oneForeign [1]bool
+	states, initial, foreign := oneState[:], oneInitial[:], oneForeign[:]
+	var index map[string]int
+	if n > 1 {
+		states, initial, foreign = make([]engine.Record, n), make([]initialValue, n), make([]bool, n)
+		if n > 8 {
+			index = make(map[string]int, n)
+			for i, k := range g.keys {
+				index[k] = i
+			}
+		}
+	}
 	for i, k := range g.keys {
 		sv, ok := s.cache[k]
 		if !ok {
@@ -265,23 +349,39 @@ func (s *Shared) decideGroup(g *group, now int64) {
 			sv = storeValue{kind: kindAbsent}
 		}
 		rec, ok := decodeValue(sv, k, nowMs)
-		if !ok {
-			foreign[k] = true
-		}
-		states[k] = &rec
+		foreign[i] = !ok
+		states[i] = rec
 		g.cas[i] = casKey{key: k, expected: sv, write: writeKeep}
-		initial[i] = encodeValue(&rec)
+		initial[i] = initialOf(&rec)
 	}
 	for _, op := range g.ops {
 		op.err, op.d = nil, engine.Decision{}
+		if len(op.keys) == 1 {
+			// No slice to build: the op decides on its key's record.
+			i := keyAt(g.keys, index, op.keys[0])
+			rec := states[i]
+			rec.Key = string(op.rules[0].Key)
+			op.at = max(now, newestTime(&rec))
+			if foreign[i] {
+				op.err = engine.ErrWrongType
+				continue
+			}
+			recs := [1]engine.Record{rec}
+			op.d, op.err = engine.Decide(op.at, op.op, op.rules, recs[:], op.quantity)
+			op.state = recs[0]
+			recs[0].Key = op.keys[0]
+			states[i] = recs[0]
+			continue
+		}
 		recs := make([]engine.Record, len(op.keys))
 		at := now
 		wrong := false
-		for i, k := range op.keys {
-			recs[i] = *states[k]
-			recs[i].Key = string(op.rules[i].Key)
-			at = max(at, newestTime(&recs[i]))
-			wrong = wrong || foreign[k]
+		for j, k := range op.keys {
+			i := keyAt(g.keys, index, k)
+			recs[j] = states[i]
+			recs[j].Key = string(op.rules[j].Key)
+			at = max(at, newestTime(&recs[j]))
+			wrong = wrong || foreign[i]
 		}
 		op.at = at
 		if wrong {
@@ -289,32 +389,27 @@ func (s *Shared) decideGroup(g *group, now int64) {
 			continue
 		}
 		op.d, op.err = engine.Decide(at, op.op, op.rules, recs, op.quantity)
-		for i, k := range op.keys {
-			rec := recs[i]
+		for j, k := range op.keys {
+			rec := recs[j]
 			rec.Key = k
-			*states[k] = rec
-		}
-		if len(recs) == 1 {
-			op.state = recs[0]
+			states[keyAt(g.keys, index, k)] = rec
 		}
 	}
-	g.finals = make([]storeValue, len(g.keys))
-	for i, k := range g.keys {
-		if foreign[k] {
-			g.finals[i] = g.cas[i].expected
+	for i := range g.keys {
+		g.finals[i] = g.cas[i].expected
+		if foreign[i] {
 			continue
 		}
-		v := encodeValue(states[k])
-		if v != initial[i] {
-			g.cas[i].newVal = v
-			g.cas[i].write = writeSet
-			if v.kind == kindAbsent {
-				g.cas[i].write = writeDel
-			}
-			g.finals[i] = v
-		} else {
-			g.finals[i] = g.cas[i].expected
+		v, changed := initial[i].changed(&states[i])
+		if !changed {
+			continue
 		}
+		g.cas[i].newVal = v
+		g.cas[i].write = writeSet
+		if v.kind == kindAbsent {
+			g.cas[i].write = writeDel
+		}
+		g.finals[i] = v
 	}
 }
 

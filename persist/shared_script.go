@@ -16,61 +16,82 @@ import (
 // still holds the value they were made on.
 //
 // KEYS are the keys of every group, group after group. ARGV is, for each
-// group, its number of keys n and then n times five arguments: the expected
-// kind ("a" absent, "v" a string value, "t" a key of another type), the
-// expected value, what to write ("k" keep, "s" set, "d" delete), the new
-// value and its expiry (PXAT, ms since the epoch).
+// group, its number of keys n and then, for each key, a code of two
+// letters (casCode): the kind expected ("a" absent, "v" a string value, "t"
+// a key of another type) and what to write ("k" keep, "s" set, "d"
+// delete); the expected value if the kind is "v"; the new value and its
+// expiry (PXAT, ms since the epoch) if the write is "s". A key is read with
+// one GET, under pcall: what is neither a string nor false (absent) is
+// WRONGTYPE's error, a key of another type (Redis gives a table, miniredis
+// nil). Nothing is built per key unless its group conflicted.
 //
 // The reply is the store's TIME (seconds, microseconds) followed, for each
 // group, by 1 when every key held what was expected and the writes were
 // made, or else by the current state of each of its keys (kind, value,
 // PTTL) with nothing written.
 const casSource = `
+local expect = {ak='a', as='a', ad='a', vk='v', vs='v', vd='v', tk='t', ts='t', td='t'}
+local write = {as='s', vs='s', ts='s', ad='d', vd='d', td='d'}
 local t = redis.call('TIME')
 local out = {t[1], t[2]}
+local nout = 2
 local a, k = 1, 1
-while a <= #ARGV do
+local nargs = #ARGV
+while a <= nargs do
   local n = tonumber(ARGV[a])
-  a = a + 1
-  local cur = {}
+  local first, last = a + 1, k + n - 1
+  a = first
   local ok = true
-  for i = 0, n - 1 do
-    local key, e = KEYS[k + i], a + i * 5
-    local ty = redis.call('TYPE', key)
-    if type(ty) == 'table' then ty = ty.ok end
-    local kind, val = 'a', ''
-    if ty == 'string' then
-      kind, val = 'v', redis.call('GET', key)
-    elseif ty ~= 'none' then
-      kind = 't'
-    end
-    cur[i + 1] = {kind, val}
-    if kind ~= ARGV[e] or val ~= ARGV[e + 1] then
-      ok = false
-    end
-  end
-  if ok then
-    for i = 0, n - 1 do
-      local key, e = KEYS[k + i], a + i * 5
-      local w = ARGV[e + 2]
-      if w == 's' then
-        redis.call('SET', key, ARGV[e + 3], 'PXAT', ARGV[e + 4])
-      elseif w == 'd' then
-        redis.call('DEL', key)
+  for i = k, last do
+    local c = ARGV[a]
+    local e = expect[c]
+    if ok then
+      local v = redis.pcall('GET', KEYS[i])
+      if e == 'v' then
+        ok = v == ARGV[a + 1]
+      elseif e == 'a' then
+        ok = v == false
+      else
+        ok = v ~= false and type(v) ~= 'string'
       end
     end
-    out[#out + 1] = 1
+    if e == 'v' then a = a + 2 else a = a + 1 end
+    if write[c] == 's' then a = a + 2 end
+  end
+  nout = nout + 1
+  if ok then
+    a = first
+    for i = k, last do
+      local c = ARGV[a]
+      if expect[c] == 'v' then a = a + 2 else a = a + 1 end
+      local w = write[c]
+      if w == 's' then
+        redis.call('SET', KEYS[i], ARGV[a], 'PXAT', ARGV[a + 1])
+        a = a + 2
+      elseif w == 'd' then
+        redis.call('DEL', KEYS[i])
+      end
+    end
+    out[nout] = 1
   else
     local r = {}
-    for i = 0, n - 1 do
-      r[#r + 1] = cur[i + 1][1]
-      r[#r + 1] = cur[i + 1][2]
-      r[#r + 1] = redis.call('PTTL', KEYS[k + i])
+    for i = k, last do
+      local v = redis.pcall('GET', KEYS[i])
+      if v == false then
+        r[#r + 1] = 'a'
+        r[#r + 1] = ''
+      elseif type(v) == 'string' then
+        r[#r + 1] = 'v'
+        r[#r + 1] = v
+      else
+        r[#r + 1] = 't'
+        r[#r + 1] = ''
+      end
+      r[#r + 1] = redis.call('PTTL', KEYS[i])
     end
-    out[#out + 1] = r
+    out[nout] = r
   end
-  a = a + n * 5
-  k = k + n
+  k = last + 1
 end
 return out
 `
@@ -113,22 +134,84 @@ type casKey struct {
 	newVal   storeValue
 }
 
-// casCall is one EVALSHA: the groups of one hash slot.
+// casCall is one EVALSHA: some groups of one hash slot.
 type casCall struct {
-	keys []string
-	args []any
+	// keys and args are the script's KEYS and ARGV, as go-redis writes
+	// them: pointers into the round's casKeys (*string, *int64), which
+	// box without an allocation, but for the first key, a string that
+	// go-redis reads to find a cluster's slot.
+	keys  []any
+	args  []any
+	nkeys int
 	// groups are the sizes of the call's groups, in order.
 	groups []int
 }
 
-// add appends one group of keys.
+// maxCallKeys is about the most keys one script call checks: a round's
+// groups are split into calls of at most this many keys (a group is never
+// split), all sent in one pipeline, so that one call does not hold the
+// shared store, for every instance using it, for long.
+const maxCallKeys = 1000
+
+// add appends one group of keys. The call points into group until it is
+// sent.
 func (c *casCall) add(group []casKey) {
-	c.args = append(c.args, len(group))
-	for _, k := range group {
-		c.keys = append(c.keys, k.key)
-		c.args = append(c.args, k.expected.kind, k.expected.val, k.write, k.newVal.val, k.newVal.expireAtMs)
+	c.args = append(c.args, len(group)) // a small int: no allocation
+	for i := range group {
+		k := &group[i]
+		if c.nkeys == 0 {
+			c.keys = append(c.keys, k.key)
+		} else {
+			c.keys = append(c.keys, &k.key)
+		}
+		c.nkeys++
+		c.args = append(c.args, casCode(k.expected.kind, k.write))
+		if k.expected.kind == kindValue {
+			c.args = append(c.args, &k.expected.val)
+		}
+		if k.write == writeSet {
+			c.args = append(c.args, &k.newVal.val, &k.newVal.expireAtMs)
+		}
 	}
 	c.groups = append(c.groups, len(group))
+}
+
+// command is the call as an EVALSHA (or, with the script's source, an
+// EVAL) for a pipeline.
+func (c *casCall) command(ctx context.Context, name, script string) *redis.Cmd {
+	argv := make([]any, 0, 3+len(c.keys)+len(c.args))
+	argv = append(argv, name, script, c.nkeys)
+	argv = append(argv, c.keys...)
+	argv = append(argv, c.args...)
+	cmd := redis.NewCmd(ctx, argv...)
+	cmd.SetFirstKeyPos(3)
+	return cmd
+}
+
+// casCode is a key's code in the script's arguments: the kind expected and
+// the write. Constants, so that they cost no allocation as arguments.
+func casCode(kind, write string) string {
+	codes := [3][3]string{{"ak", "as", "ad"}, {"vk", "vs", "vd"}, {"tk", "ts", "td"}}
+	var k, w int
+	switch kind {
+	case kindAbsent:
+	case kindValue:
+		k = 1
+	case kindForeign:
+		k = 2
+	default:
+		panic("persist: bad expected kind " + kind)
+	}
+	switch write {
+	case writeKeep:
+	case writeSet:
+		w = 1
+	case writeDel:
+		w = 2
+	default:
+		panic("persist: bad write " + write)
+	}
+	return codes[k][w]
 }
 
 // casReply is a script's reply: the store's time and, for each group, nil
@@ -147,7 +230,8 @@ func runCAS(ctx context.Context, client redis.UniversalClient, calls []*casCall)
 	cmds := make([]*redis.Cmd, len(calls))
 	pipe := client.Pipeline()
 	for i, c := range calls {
-		cmds[i] = casScript.EvalSha(ctx, pipe, c.keys, c.args...)
+		cmds[i] = c.command(ctx, "evalsha", casScript.Hash())
+		_ = pipe.Process(ctx, cmds[i])
 	}
 	pipe.Exec(ctx) // each command's error is looked at
 	var again []int
@@ -159,7 +243,8 @@ func runCAS(ctx context.Context, client redis.UniversalClient, calls []*casCall)
 	if len(again) > 0 {
 		pipe = client.Pipeline()
 		for _, i := range again {
-			cmds[i] = casScript.Eval(ctx, pipe, calls[i].keys, calls[i].args...)
+			cmds[i] = calls[i].command(ctx, "eval", casSource)
+			_ = pipe.Process(ctx, cmds[i])
 		}
 		pipe.Exec(ctx)
 	}

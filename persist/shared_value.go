@@ -80,3 +80,47 @@ func newestTime(rec *engine.Record) int64 {
 	}
 	return 0
 }
+
+// initialValue is what a key's record was decoded to, so that only a key
+// the decisions changed is written. An absent or CL record is kept as its
+// fields (encoding it would allocate a string per key and round); another
+// one as its encoding (an SW log's array may be changed in place).
+type initialValue struct {
+	simple bool // absent or CL: absent, tat and expireAtMs hold it
+	absent bool
+	tat    uint64
+	// expireAtMs is a CL key's expiry.
+	expireAtMs int64
+	enc        storeValue // when not simple
+}
+
+// initialOf notes rec as decoded.
+func initialOf(rec *engine.Record) initialValue {
+	switch {
+	case rec.Deleted || rec.Family == engine.FamilyNone:
+		return initialValue{simple: true, absent: true}
+	case rec.Family == engine.FamilyCL:
+		return initialValue{simple: true, tat: rec.TAT, expireAtMs: rec.ExpireAtMs}
+	}
+	return initialValue{enc: encodeValue(rec)}
+}
+
+// changed returns rec's value and whether it differs from the initial one,
+// as encodeValue's results would.
+func (iv *initialValue) changed(rec *engine.Record) (storeValue, bool) {
+	if !iv.simple {
+		v := encodeValue(rec)
+		return v, v != iv.enc
+	}
+	switch {
+	case rec.Deleted || rec.Family == engine.FamilyNone:
+		return storeValue{kind: kindAbsent}, !iv.absent
+	case rec.Family == engine.FamilyCL && !iv.absent && rec.TAT == iv.tat && rec.ExpireAtMs == iv.expireAtMs:
+		return storeValue{}, false
+	}
+	v := encodeValue(rec)
+	if iv.absent {
+		return v, v.kind != kindAbsent
+	}
+	return v, v != storeValue{kind: kindValue, val: strconv.FormatUint(iv.tat, 10), expireAtMs: iv.expireAtMs}
+}

@@ -44,6 +44,7 @@ type evloop struct {
 	mu       sync.Mutex  // guards the fields below, and writes to wakeW
 	pending  []*loopConn // handed over, not yet in the epoll set
 	woken    []*loopConn // a paused command of theirs completed, or they closed
+	spare    []*loopConn // the list adopt ran last, emptied, for woken's next turn
 	stopping bool
 	fdsShut  bool // epfd and the pipe are closed: wakeW's number may be reused
 
@@ -254,7 +255,10 @@ func (l *evloop) adopt() bool {
 	}
 	l.mu.Lock()
 	pending, woken, stopping := l.pending, l.woken, l.stopping
-	l.pending, l.woken = nil, nil
+	l.pending, l.woken = nil, l.spare[:0]
+	for _, c := range woken {
+		c.queued = false // a wake from now on queues it again
+	}
 	l.mu.Unlock()
 	for _, c := range pending {
 		fd := c.fd
@@ -271,11 +275,15 @@ func (l *evloop) adopt() bool {
 		}
 		l.advance(c) // it waits for bytes from now on: idle, as far as Shutdown is concerned
 	}
-	for _, c := range woken {
+	for i, c := range woken {
+		woken[i] = nil
 		if c.fd >= 0 { // not ended meanwhile
 			l.serveSafely(c)
 		}
 	}
+	l.mu.Lock()
+	l.spare = woken[:0] // the two lists take turns: no allocation per wake-up
+	l.mu.Unlock()
 	return stopping
 }
 

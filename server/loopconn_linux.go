@@ -17,15 +17,25 @@ type loopConn struct {
 	fd       int    // -1 once ended
 	sock     int    // the descriptor, for shutSocket on other goroutines
 	interest uint32 // EPOLLIN, EPOLLOUT, or 0 while waiting for a wake
+	queued   bool   // c is in l.woken; guarded by l.mu
 }
 
-// wake queues c for its loop, which runs it when epoll_wait returns.
+// wake queues c for its loop, which runs it when epoll_wait returns. The
+// pipe is written only when the woken list was empty: a non-empty list
+// already has a byte on its way (adopt drains the pipe before it takes the
+// list, both after the byte was written), so a batch of completions costs
+// one write(2), not one per completion, and a connection woken again
+// before the loop ran it is queued once.
 func (c *loopConn) wake() {
 	l := c.l
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.fdsShut {
-		l.woken = append(l.woken, c)
+	if l.fdsShut || c.queued {
+		return
+	}
+	c.queued = true
+	l.woken = append(l.woken, c)
+	if len(l.woken) == 1 {
 		l.wakeLocked()
 	}
 }

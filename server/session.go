@@ -17,6 +17,12 @@ import (
 // replies does not make the server hold all of them at once.
 const maxBatchReply = 64 << 10
 
+// maxHeldCommands is how many paused commands one connection may have
+// before it stops reading: with maxBatchReply bytes held behind a paused
+// reply, it bounds what a client pipelining without reading its replies
+// makes the server hold.
+const maxHeldCommands = 1024
+
 // publishEvery is how stale the LastActive that other clients see (CLIENT
 // LIST's idle=, in whole seconds) may be, so that a client running command
 // after command does not copy its state for them after each one.
@@ -90,11 +96,16 @@ type session struct {
 	drv       driver
 	snap      commands.ClientInfo
 	completed bool // some paused reply has completed since run last looked
-	closing   bool // Shutdown: end once nothing is left to run or send
-	waiting   bool // the driver waits for bytes with nothing pending: Shutdown may close at once
-	idleSince time.Time
-	closed    bool
-	closeErr  error
+	// dispatching: a command that paused is still being dispatched on the
+	// driver's goroutine, which looks at completed when it returns, so a
+	// completion meanwhile (a deny-cache hit, a validation error) needs no
+	// wake.
+	dispatching bool
+	closing     bool // Shutdown: end once nothing is left to run or send
+	waiting     bool // the driver waits for bytes with nothing pending: Shutdown may close at once
+	idleSince   time.Time
+	closed      bool
+	closeErr    error
 }
 
 // newSession returns the session of a connection just accepted, driven by
@@ -147,7 +158,9 @@ func (s *session) fail(err error) {
 
 // run writes the paused replies that have completed and runs every request
 // that may run now, stopping early when maxBatchReply bytes are ready to
-// send: the driver sends them and calls run again.
+// send (the driver sends them and calls run again) or when the replies held
+// behind paused ones are too many (heldFull: the rest waits, unread, for
+// them to complete).
 func (s *session) run(now time.Time) {
 	s.mu.Lock()
 	closed, completed := s.closed, s.completed
@@ -163,7 +176,7 @@ func (s *session) run(now time.Time) {
 		return
 	}
 	info, started := false, false
-	for len(s.w.ready()) <= maxBatchReply {
+	for len(s.w.ready()) <= maxBatchReply && !s.w.heldFull() {
 		args := s.waitArgs
 		if args == nil {
 			var st parseStatus
@@ -191,6 +204,10 @@ func (s *session) run(now time.Time) {
 			started = true
 		}
 		eff := s.dispatch(args)
+		if s.w.paused {
+			s.w.paused = false
+			s.applyInline()
+		}
 		if eff&commands.EffectProto != 0 {
 			s.w.proto = s.cs.Proto()
 		}
@@ -204,6 +221,28 @@ func (s *session) run(now time.Time) {
 		}
 	}
 	s.publish(now, started, info)
+}
+
+// pausing records that the command being dispatched paused: completions
+// from now until applyInline need not wake the driver.
+func (s *session) pausing() {
+	s.mu.Lock()
+	s.dispatching = true
+	s.mu.Unlock()
+}
+
+// applyInline writes, after a command that paused, the paused replies that
+// completed meanwhile (during its dispatch, or on another goroutine),
+// within the same batch instead of after a wake-up.
+func (s *session) applyInline() {
+	s.mu.Lock()
+	s.dispatching = false
+	completed := s.completed
+	s.completed = false
+	s.mu.Unlock()
+	if completed {
+		s.w.applyCompleted()
+	}
 }
 
 // dispatch runs one command, recovering from a panic in it.
@@ -269,7 +308,7 @@ func (s *session) next(now time.Time) step {
 			return s.closeLocked(errShutdown)
 		}
 	}
-	if s.end != nil || s.waitArgs != nil || s.readErr != nil || s.closing {
+	if s.end != nil || s.waitArgs != nil || s.readErr != nil || s.closing || s.w.heldFull() {
 		return stepWait // for the paused commands, reading nothing meanwhile
 	}
 	if !pending && !s.waiting { // idle from now, until bytes arrive
@@ -372,6 +411,10 @@ func (s *session) complete(p *pausedReply, write func(commands.Writer)) {
 	}
 	p.write = write
 	s.completed = true
+	if s.dispatching { // applyInline writes it
+		s.mu.Unlock()
+		return
+	}
 	drv := s.drv
 	s.mu.Unlock()
 	drv.wake()

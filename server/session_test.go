@@ -17,8 +17,9 @@ import (
 //	PING        +PONG, may overlap a paused command
 //	ECHO x      $x
 //	HOLD        pauses; the test completes it (+H<n>, n counting from 0)
+//	NOW         pauses and completes at once (+NOW), as a deny-cache hit
 //	NOLAP       +NOLAP, may not overlap
-//	BIG n       a bulk string of n bytes
+//	BIG n       a bulk string of n bytes, may overlap
 //	QUIT        +OK, and the connection ends
 type scriptSession struct {
 	holds []func(func(commands.Writer)) // the completions of the HOLDs, in order
@@ -30,7 +31,8 @@ func (c *scriptSession) Proto() int                { return 2 }
 func (c *scriptSession) AuthRequired() bool        { return false }
 func (c *scriptSession) Info() commands.ClientInfo { return commands.ClientInfo{ID: 1} }
 func (c *scriptSession) Overlaps(args [][]byte) bool {
-	return strings.EqualFold(string(args[0]), "ping") || strings.EqualFold(string(args[0]), "hold")
+	name := string(args[0])
+	return strings.EqualFold(name, "ping") || strings.EqualFold(name, "hold") || strings.EqualFold(name, "now") || strings.EqualFold(name, "big")
 }
 
 func (c *scriptSession) Dispatch(w commands.Writer, args [][]byte) commands.Effect {
@@ -43,6 +45,8 @@ func (c *scriptSession) Dispatch(w commands.Writer, args [][]byte) commands.Effe
 		w.WriteBulk(args[1])
 	case "HOLD":
 		c.holds = append(c.holds, commands.AsPauser(w).Pause())
+	case "NOW":
+		commands.AsPauser(w).Pause()(func(w commands.Writer) { w.WriteString("NOW") })
 	case "NOLAP":
 		w.WriteString("NOLAP")
 	case "BIG":
@@ -306,6 +310,78 @@ func TestSessionPausedWakesDriver(t *testing.T) {
 	if got := strings.Join(r.writes, ""); got != ":1\r\n" {
 		t.Fatalf("sent %q", got)
 	}
+}
+
+// TestSessionCompletedDuringDispatch: a command that completes while it
+// is dispatched is written in the same batch, without waking the driver.
+func TestSessionCompletedDuringDispatch(t *testing.T) {
+	r := newSessionRig(t, 0)
+	r.feed("NOW\r\nPING\r\nHOLD\r\nNOW\r\nPING\r\n")
+	if st := r.drive(); st != stepRead {
+		t.Fatalf("next = %d, want stepRead", st)
+	}
+	if got := strings.Join(r.writes, ""); got != "+NOW\r\n+PONG\r\n" {
+		t.Fatalf("sent %q before HOLD completed", got)
+	}
+	if r.drv.wakes != 0 {
+		t.Fatalf("%d wakes, want 0", r.drv.wakes)
+	}
+	r.writes = nil
+	r.cs.holds[0](func(w commands.Writer) { w.WriteString("H0") })
+	if r.drv.wakes != 1 {
+		t.Fatalf("%d wakes after HOLD completed, want 1", r.drv.wakes)
+	}
+	r.drive()
+	if got := strings.Join(r.writes, ""); got != "+H0\r\n+NOW\r\n+PONG\r\n" {
+		t.Fatalf("sent %q after HOLD completed", got)
+	}
+}
+
+// TestSessionBoundsHeldReplies: a client that pipelines paused commands
+// without their completing is read no further once maxHeldCommands are
+// paused, or maxBatchReply bytes are held behind a paused one; the rest
+// runs as they complete.
+func TestSessionBoundsHeldReplies(t *testing.T) {
+	t.Run("commands", func(t *testing.T) {
+		r := newSessionRig(t, 0)
+		const n = maxHeldCommands + 100
+		r.feed(strings.Repeat("HOLD\r\n", n))
+		if st := r.drive(); st != stepWait {
+			t.Fatalf("next = %d with %d paused, want stepWait", st, len(r.cs.holds))
+		}
+		if len(r.cs.holds) != maxHeldCommands {
+			t.Fatalf("%d commands paused, want %d", len(r.cs.holds), maxHeldCommands)
+		}
+		var want strings.Builder
+		for i := 0; i < n; i++ {
+			r.cs.holds[i](func(w commands.Writer) { w.WriteString("H") })
+			r.drive()
+			want.WriteString("+H\r\n")
+		}
+		if got := strings.Join(r.writes, ""); got != want.String() {
+			t.Fatalf("sent %d bytes, want %d", len(got), want.Len())
+		}
+		if st := r.drive(); st != stepRead {
+			t.Fatalf("next = %d once all completed, want stepRead", st)
+		}
+	})
+	t.Run("bytes", func(t *testing.T) {
+		r := newSessionRig(t, 0)
+		r.feed("HOLD\r\nBIG 70000\r\nPING\r\n")
+		if st := r.drive(); st != stepWait {
+			t.Fatalf("next = %d, want stepWait", st)
+		}
+		if ran := strings.Join(r.cs.ran, " "); ran != "HOLD BIG" {
+			t.Fatalf("ran %q, want HOLD BIG", ran)
+		}
+		r.cs.holds[0](func(w commands.Writer) { w.WriteString("H") })
+		if st := r.drive(); st != stepRead {
+			t.Fatalf("next = %d, want stepRead", st)
+		}
+		if ran := strings.Join(r.cs.ran, " "); ran != "HOLD BIG PING" {
+			t.Fatalf("ran %q, want HOLD BIG PING", ran)
+		}
+	})
 }
 
 func TestSessionPathAllocatesNothing(t *testing.T) {

@@ -30,7 +30,10 @@ type replyWriter struct {
 	start int    // where the current command's reply starts in out
 	proto int    // the client's RESP version
 	held  []*pausedReply
-	tmp   [64]byte // scratch for headers and text
+	// paused: the command being dispatched paused (session.run then
+	// applies what completed during it).
+	paused bool
+	tmp    [64]byte // scratch for headers and text
 }
 
 // pausedReply is the place of a paused command's reply.
@@ -61,6 +64,14 @@ func (w *replyWriter) ready() []byte {
 		end = w.held[0].at
 	}
 	return w.out[w.sentN:end]
+}
+
+// heldFull reports whether the replies held behind the first paused one,
+// paused or written, number maxHeldCommands or take more than
+// maxBatchReply bytes: the connection runs and reads nothing more until
+// some complete.
+func (w *replyWriter) heldFull() bool {
+	return len(w.held) >= maxHeldCommands || (len(w.held) > 0 && len(w.out)-w.held[0].at > maxBatchReply)
 }
 
 // pending reports whether a paused reply has yet to be written.
@@ -97,6 +108,10 @@ func (w *replyWriter) Pause() func(write func(commands.Writer)) {
 	p := &pausedReply{at: len(w.out), proto: w.proto, name: commandName(w.sess.current)}
 	w.held = append(w.held, p)
 	s := w.sess
+	if !w.paused {
+		w.paused = true
+		s.pausing()
+	}
 	return func(write func(commands.Writer)) { s.complete(p, write) }
 }
 
