@@ -29,7 +29,10 @@ func engineErrorText(err error, texts *engineTexts) string {
 		return text
 	}
 	var dup *engine.DuplicateKeyError
+	var wrong *engine.RuleWrongTypeError
 	switch {
+	case errors.As(err, &wrong):
+		return fmt.Sprintf(msgAllWrongType, wrong.Rule+1)
 	case errors.Is(err, engine.ErrWrongType):
 		return msgWrongType
 	case errors.Is(err, engine.ErrOutOfMemory):

@@ -95,3 +95,18 @@ const (
 	msgAllRateRounds = "ERR a CL rule's rate is zero: its period divided by its count is under one nanosecond"
 	msgAllCellExpire = "ERR a CL rule's arguments would set its TAT in the past (redis-cell's 'Error while setting key expire'); nothing was written"
 )
+
+// Texts that say which rule of an argument or of THROTTLE.ALL's syntax a
+// request breaks, where a general text would mislead.
+const (
+	// msgWindowLimitSign and msgWindowLimitZero answer a limit written as
+	// redis-cell's integers allow (+3, 03) but Redis's do not: the value is
+	// in range, its spelling is not.
+	msgWindowLimitSign = "ERR limit must be written without a sign: Redis reads integers without '+'"
+	msgWindowLimitZero = "ERR limit must be written without leading zeros, as Redis reads integers"
+	// msgAllWrongType keeps WRONGTYPE first, for clients that match on the
+	// code, and names the rule (from 1) whose key is of another family.
+	msgAllWrongType       = msgWrongType + " (rule %d)"
+	msgAllQuantityMissing = "ERR QUANTITY needs a value: QUANTITY n, a non-negative integer"
+	msgAllTwice           = "ERR syntax error: %s is given twice" // QUANTITY or MS
+)

@@ -108,16 +108,26 @@ func throttleAllKeys(args [][]byte) [][]byte {
 // rules, which may be a reused buffer.
 func parseThrottleAll(args [][]byte, rules []engine.Rule) (throttleAllArgs, string) {
 	a := throttleAllArgs{quantity: 1, rules: rules}
+	sawQuantity := false
 	for i := 1; i < len(args); {
 		word := args[i]
 		if equalFold(word, "ms") {
+			if a.millis {
+				return a, fmt.Sprintf(msgAllTwice, "MS")
+			}
 			a.millis = true
 			i++
 			continue
 		}
 		if equalFold(word, "quantity") {
-			if i+1 >= len(args) {
-				return a, msgQuantity
+			if sawQuantity {
+				return a, fmt.Sprintf(msgAllTwice, "QUANTITY")
+			}
+			sawQuantity = true
+			// A rule family or an option where the value should be means
+			// the value was left out, as at the end.
+			if i+1 >= len(args) || isThrottleAllWord(args[i+1]) {
+				return a, msgAllQuantityMissing
 			}
 			n, ok := parseQuantity(args[i+1])
 			if !ok {
@@ -183,10 +193,11 @@ func parseRule(syn *ruleSyntax, fields [][]byte) (engine.Rule, string) {
 		}
 		return r, ""
 	}
-	var ok bool
-	if r.Window.Limit, ok = parseWindowLimit(fields[1]); !ok {
-		return r, strings.TrimPrefix(msgWindowLimit, "ERR ")
+	var msg string
+	if r.Window.Limit, msg = parseWindowLimit(fields[1]); msg != "" {
+		return r, strings.TrimPrefix(msg, "ERR ")
 	}
+	var ok bool
 	if r.Window.Window, ok = parseWindow(fields[2]); !ok {
 		return r, strings.TrimPrefix(msgWindowDuration, "ERR ")
 	}

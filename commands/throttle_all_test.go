@@ -65,8 +65,8 @@ func TestThrottleAllCL(t *testing.T) {
 		{0, "THROTTLE.ALL CL cl2 0 1 10 SW sw2 5 10 MS", ints(1, 1, 0, 10000, 10000)},
 		{0, "SW.THROTTLE sw2 5 10 0", ints(0, 5, 4, -1, 10)},
 		{0, "CL.THROTTLE cl2 0 1 10 0", ints(0, 1, 0, -1, 10)},
-		{0, "THROTTLE.ALL SW cl 5 10 FW z 1 10", wantErr(msgWrongType)},
-		{0, "THROTTLE.ALL FW z 1 10 CL sw2 15 30 60", wantErr(msgWrongType)},
+		{0, "THROTTLE.ALL SW cl 5 10 FW z 1 10", wantErr(msgWrongType + " (rule 1)")},
+		{0, "THROTTLE.ALL FW z 1 10 CL sw2 15 30 60", wantErr(msgWrongType + " (rule 2)")},
 		{0, "EXISTS z", ":0\r\n"},
 	})
 }
@@ -104,10 +104,21 @@ func TestThrottleAllErrors(t *testing.T) {
 		{"SW a 1 1s FW b 1 1s CL b 1 1 1", wantErr("ERR rules 2 and 3 name the same key; each rule needs a key of its own")},
 		{"SW a 1 1s QUANTITY -1", wantErr(msgQuantity)},
 		{"SW a 1 1s QUANTITY x", wantErr(msgQuantity)},
-		{"SW a 1 1s QUANTITY", wantErr(msgQuantity)},
-		{"MS MS MS QUANTITY 1", wantErr(msgAllNoRule)},
-		{"SW keep 5 10", wantErr(msgWrongType)},
-		{"FW a 1 1s SW keep 5 10", wantErr(msgWrongType)},
+		// QUANTITY without its value says so, also when a word follows.
+		{"SW a 1 1s QUANTITY", wantErr("ERR QUANTITY needs a value: QUANTITY n, a non-negative integer")},
+		{"QUANTITY SW a 1 1s", wantErr("ERR QUANTITY needs a value: QUANTITY n, a non-negative integer")},
+		{"SW a 1 1s QUANTITY ms", wantErr("ERR QUANTITY needs a value: QUANTITY n, a non-negative integer")},
+		// An option given twice is a syntax error, even with equal values.
+		{"SW a 1 1s QUANTITY 1 QUANTITY 1", wantErr("ERR syntax error: QUANTITY is given twice")},
+		{"QUANTITY 2 SW a 1 1s quantity 0", wantErr("ERR syntax error: QUANTITY is given twice")},
+		{"SW a 1 1s MS MS", wantErr("ERR syntax error: MS is given twice")},
+		{"ms SW a 1 1s QUANTITY 1 Ms", wantErr("ERR syntax error: MS is given twice")},
+		// A limit spelt as redis-cell would take it is told why not.
+		{"SW a +3 1s", inRule(1, "SW", msgWindowLimitSign)},
+		{"SW a 1 1s FW b 03 1s", inRule(2, "FW", msgWindowLimitZero)},
+		// WRONGTYPE stays the code; the rule is named after the text.
+		{"SW keep 5 10", wantErr("WRONGTYPE Operation against a key holding the wrong kind of value (rule 1)")},
+		{"FW a 1 1s SW keep 5 10", wantErr("WRONGTYPE Operation against a key holding the wrong kind of value (rule 2)")},
 	}
 	for _, c := range cases {
 		if got := h.do(strings.Fields("THROTTLE.ALL " + c.args)...); got != c.want {

@@ -77,10 +77,11 @@ func windowThrottle(f engine.Family, name string) Handler {
 // It allocates only for an error that quotes an argument.
 func parseWindowArgs(args [][]byte) (windowArgs, string) {
 	a := windowArgs{quantity: 1}
-	var ok bool
-	if a.quota.Limit, ok = parseWindowLimit(args[2]); !ok {
-		return a, msgWindowLimit
+	var msg string
+	if a.quota.Limit, msg = parseWindowLimit(args[2]); msg != "" {
+		return a, msg
 	}
+	var ok bool
 	if a.quota.Window, ok = parseWindow(args[3]); !ok {
 		return a, msgWindowDuration
 	}
@@ -101,10 +102,34 @@ func parseWindowArgs(args [][]byte) (windowArgs, string) {
 }
 
 // parseWindowLimit reads a window family's limit: an integer from 1 to
-// engine.MaxWindowLimit, written as Redis writes integers.
-func parseWindowLimit(b []byte) (int64, bool) {
+// engine.MaxWindowLimit, written as Redis writes integers. It returns the
+// error text when b is not one: a limit such as +3 or 03, which redis-cell's
+// CL.THROTTLE would take, is told which of Redis's rules it breaks rather
+// than that it is out of range.
+func parseWindowLimit(b []byte) (int64, string) {
 	n, ok := ParseInt(b)
-	return n, ok && n >= 1 && n <= engine.MaxWindowLimit
+	if ok && n >= 1 && n <= engine.MaxWindowLimit {
+		return n, ""
+	}
+	if !ok && len(b) > 1 && allDigits(b[1:]) {
+		switch b[0] {
+		case '+':
+			return 0, msgWindowLimitSign
+		case '0':
+			return 0, msgWindowLimitZero
+		}
+	}
+	return 0, msgWindowLimit
+}
+
+// allDigits reports whether b is ASCII digits only.
+func allDigits(b []byte) bool {
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // parseQuantity reads a quantity: an integer of at least 0 (0 peeks).

@@ -44,7 +44,14 @@ func TestWindowArgErrors(t *testing.T) {
 		want string
 	}{
 		{"k 0 10", limit}, {"k -1 10", limit}, {"k 4294967296 10", limit}, {"k abc 10", limit},
-		{"k +5 10", limit}, {"k 05 10", limit}, {"k 1.5 10", limit}, {"k 9223372036854775808 10", limit},
+		{"k 1.5 10", limit}, {"k 9223372036854775808 10", limit}, {"k + 10", limit}, {"k +x 10", limit},
+		{"k -05 10", limit}, {"k 0 10", limit},
+		// In range, but spelt as Redis does not read integers: the error
+		// says which rule the spelling breaks.
+		{"k +5 10", wantErr("ERR limit must be written without a sign: Redis reads integers without '+'")},
+		{"k +05 10", wantErr(msgWindowLimitSign)},
+		{"k 05 10", wantErr("ERR limit must be written without leading zeros, as Redis reads integers")},
+		{"k 00 10", wantErr(msgWindowLimitZero)},
 		{"k 5 0", window}, {"k 5 -1", window}, {"k 5 1.5", window}, {"k 5 10x", window}, {"k 5 ms", window},
 		{"k 5 3153600001", window}, {"k 5 36501d", window}, {"k 5 1us", window},
 		{"k 5 10 -1", quantity}, {"k 5 10 x", quantity}, {"k 5 10 1.5", quantity}, {"k 5 10 +1", quantity},

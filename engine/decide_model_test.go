@@ -160,8 +160,11 @@ func checkDecide(c decideCase, tally *decideTally) string {
 	}
 	switch {
 	case err != nil:
-		if errors.Is(err, ErrDuplicateKey) {
+		switch {
+		case errors.Is(err, ErrDuplicateKey):
 			err = ErrDuplicateKey
+		case errors.Is(err, ErrWrongType):
+			err = ErrWrongType
 		}
 		tally.errs[err]++
 	case c.op == OpThrottle:
@@ -312,5 +315,14 @@ func sameError(a, b error) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	return a == b || (errors.Is(a, ErrDuplicateKey) && errors.Is(b, ErrDuplicateKey) && a.Error() == b.Error())
+	if a == b {
+		return true
+	}
+	// Errors that name rules match when they name the same ones.
+	for _, target := range []error{ErrDuplicateKey, ErrWrongType} {
+		if errors.Is(a, target) && errors.Is(b, target) && a.Error() == b.Error() {
+			return true
+		}
+	}
+	return false
 }

@@ -76,7 +76,7 @@ func allOrNothing(vs []verdict, qty int64, judge func(i int, qty int64) error, c
 	limited := false
 	for i := range vs {
 		if err := judge(i, qty); err != nil {
-			return Decision{}, err
+			return Decision{}, ruleError(i, err)
 		}
 		limited = limited || vs[i].d.Limited
 	}
@@ -96,6 +96,16 @@ func allOrNothing(vs []verdict, qty int64, judge func(i int, qty int64) error, c
 		}
 	}
 	return combine(vs), nil
+}
+
+// ruleError is rule i's error as ThrottleAll returns it: a key of another
+// family names the rule (*RuleWrongTypeError); other errors are returned
+// as they are.
+func ruleError(i int, err error) error {
+	if err == ErrWrongType {
+		return &RuleWrongTypeError{Rule: i}
+	}
+	return err
 }
 
 // counterEnd is when an FW or SWC key holding c limits nothing any more:

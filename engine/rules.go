@@ -27,6 +27,20 @@ func (err *DuplicateKeyError) Error() string {
 // Is reports whether target is ErrDuplicateKey.
 func (err *DuplicateKeyError) Is(target error) bool { return target == ErrDuplicateKey }
 
+// RuleWrongTypeError says which rule of a ThrottleAll met a key of another
+// family: Rule is its index. It matches ErrWrongType, so that a caller that
+// does not name the rule need not know it. It is made only on the error
+// path.
+type RuleWrongTypeError struct{ Rule int }
+
+// Error names the rule by its index.
+func (err *RuleWrongTypeError) Error() string {
+	return fmt.Sprintf("rule %d: %v", err.Rule, ErrWrongType)
+}
+
+// Is reports whether target is ErrWrongType.
+func (err *RuleWrongTypeError) Is(target error) bool { return target == ErrWrongType }
+
 // Rule is one limit on one key.
 type Rule struct {
 	Key    []byte
@@ -80,7 +94,8 @@ func (e *Engine) ThrottleWindow(tx *Txn, r Rule, quantity int64) (Decision, erro
 // limited, a rule that would have admitted the quantity reports its
 // remaining and reset_after without it, as nothing was recorded. Rules must
 // name distinct keys (else a *DuplicateKeyError), and there must be at least
-// one (else ErrNoRules).
+// one (else ErrNoRules). A rule whose key is of another family gets a
+// *RuleWrongTypeError.
 func (e *Engine) ThrottleAll(tx *Txn, rules []Rule, quantity int64) (Decision, error) {
 	if err := checkRules(rules); err != nil {
 		return Decision{}, err

@@ -183,8 +183,10 @@ func TestThrottleAllErrors(t *testing.T) {
 	}
 	e.ThrottleWindow(nil, sw, 1)
 	wrong := Rule{Key: []byte("k"), Family: FamilyFW, Window: sw.Window}
-	if _, err := e.ThrottleAll(nil, []Rule{fw, wrong}, 1); err != ErrWrongType {
-		t.Errorf("wrong type: %v", err)
+	_, err = e.ThrottleAll(nil, []Rule{fw, wrong}, 1)
+	var wrongType *RuleWrongTypeError
+	if !errors.Is(err, ErrWrongType) || !errors.As(err, &wrongType) || wrongType.Rule != 1 {
+		t.Errorf("wrong type: %v, want rule 1's ErrWrongType", err)
 	}
 	if _, ok := e.Get(nil, fw.Key); ok {
 		t.Error("a failed ThrottleAll wrote a key")

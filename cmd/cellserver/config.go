@@ -143,7 +143,7 @@ func parseConfig(args []string, env func(string) string, stderr io.Writer) (conf
 	}
 	fs.BoolVar(&cfg.showVersion, "version", false, "print the version and exit")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: cellserver [flags]\n\ncellserver speaks the Redis protocol and answers rate-limit commands (CL.THROTTLE).\n\nFlags:\n")
+		fmt.Fprintf(fs.Output(), "Usage: cellserver [flags]\n\ncellserver speaks the Redis protocol and answers rate-limit commands:\nCL.THROTTLE (redis-cell's GCRA), SW.THROTTLE (sliding log), SWC.THROTTLE (sliding counter),\nFW.THROTTLE (fixed window) and THROTTLE.ALL (several limits, all or nothing).\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 
