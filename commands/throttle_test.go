@@ -8,7 +8,7 @@ import (
 )
 
 // TestCLThrottleReplies checks CL.THROTTLE's exact reply bytes against the
-// replies captured from redis-cell 0.5 (shared/reference/redis-cell-replies.md).
+// replies captured from redis-cell 0.5 (docs/redis-cell-replies.md).
 func TestCLThrottleReplies(t *testing.T) {
 	usage := "-" + msgCellUsage + "\r\n"
 	cases := []struct {

@@ -61,7 +61,7 @@ func TestGCRARedisCellTable(t *testing.T) {
 }
 
 // TestGCRAReference checks the replies captured from redis-cell 0.5
-// (shared/reference/redis-cell-replies.md), on a fresh key or after one hit.
+// (docs/redis-cell-replies.md), on a fresh key or after one hit.
 func TestGCRAReference(t *testing.T) {
 	const max, min = math.MaxInt64, math.MinInt64
 	cases := []struct {
