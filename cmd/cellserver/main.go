@@ -59,9 +59,6 @@ func main() {
 // address it listens on once it accepts connections; it must have room for
 // that value or a reader.
 func run(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer, ready chan<- net.Addr) int {
-	if len(args) > 0 && args[0] == "ping" {
-		return ping(args[1:], env, stdout, stderr)
-	}
 	cfg, err := parseConfig(args, env, stderr)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
@@ -71,6 +68,8 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 	case cfg.showVersion:
 		fmt.Fprintf(stdout, "cellserver %s\n", version)
 		return exitOK
+	case cfg.command == commandPing:
+		return ping(cfg, stdout, stderr)
 	}
 	return serve(ctx, cfg, newLogger(stderr, cfg.logFormat, cfg.logLevel), ready)
 }
@@ -78,6 +77,11 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 // serve wires the engine, the commands and the server as cfg says, serves
 // until ctx is done, then shuts down gracefully and returns the exit status.
 func serve(ctx context.Context, cfg config, log *slog.Logger, ready chan<- net.Addr) int {
+	maxClients, err := adjustMaxClients(cfg.maxClients, log)
+	if err != nil {
+		log.Error("cannot serve any client", "err", err)
+		return exitError
+	}
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
 		log.Error("cannot listen", "addr", cfg.addr, "err", err)
@@ -120,7 +124,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, ready chan<- net.A
 	cmds := commands.New(commands.Options{
 		Engine:               eng,
 		Version:              version,
-		Settings:             settings(cfg, ln.Addr()),
+		Settings:             settings(cfg, ln.Addr(), maxClients),
 		Logger:               log,
 		Users:                users,
 		SlowlogLogSlowerThan: cfg.slowlogSlowerThan,
@@ -143,7 +147,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, ready chan<- net.A
 		Handler:         cmds,
 		Logger:          log,
 		ProtoMaxBulkLen: cfg.protoMaxBulkLen,
-		MaxClients:      server.DefaultMaxClients, // what CONFIG GET maxclients reports
+		MaxClients:      maxClients, // what CONFIG GET maxclients reports
 		TLS:             tlsConfig,
 		ProtectedMode:   cfg.protectedMode,
 		PasswordSet:     users.PasswordSet(),
@@ -202,7 +206,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, ready chan<- net.A
 		log.Error("server stopped", "err", err)
 		srv.Close()
 		if bk != nil {
-			bk.close()
+			bk.close(cfg.shutdownFlushTimeout)
 		}
 		return exitError
 	case <-ctx.Done():
@@ -222,7 +226,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, ready chan<- net.A
 	}
 	// The requests have stopped: what they changed goes to the backing
 	// Redis before the process ends.
-	if bk != nil && bk.close() != nil {
+	if bk != nil && bk.close(cfg.shutdownFlushTimeout) != nil {
 		code = exitError
 	}
 	log.Info("stopped")

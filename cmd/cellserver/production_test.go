@@ -96,23 +96,34 @@ func grepLines(s, sub string) string {
 
 // TestPing: `cellserver ping` answers 0 against a live server (with its
 // password, and on 0.0.0.0 through loopback) and 1 when nothing listens or
-// the password is wrong.
+// the password is wrong. It takes the server's flags before or after the
+// word ping, and their environment twins, a flag beating its twin.
 func TestPing(t *testing.T) {
 	r := startRun(t, []string{"--addr", "0.0.0.0:0"}, map[string]string{"CELLSERVER_REQUIREPASS": "pw"})
 	_, port, _ := net.SplitHostPort(r.addr)
+	live, elsewhere := "127.0.0.1:"+port, freeAddr(t)
 	cases := []struct {
 		name string
+		args []string
 		env  map[string]string
 		code int
 	}{
-		{"live", map[string]string{"CELLSERVER_ADDR": "0.0.0.0:" + port, "CELLSERVER_REQUIREPASS": "pw"}, exitOK},
-		{"wrong password", map[string]string{"CELLSERVER_ADDR": "127.0.0.1:" + port, "CELLSERVER_REQUIREPASS": "no"}, exitError},
-		{"no password", map[string]string{"CELLSERVER_ADDR": "127.0.0.1:" + port}, exitError},
-		{"nothing listens", map[string]string{"CELLSERVER_ADDR": freeAddr(t)}, exitError},
+		{"live", []string{"ping"}, map[string]string{"CELLSERVER_ADDR": "0.0.0.0:" + port, "CELLSERVER_REQUIREPASS": "pw"}, exitOK},
+		{"wrong password", []string{"ping"}, map[string]string{"CELLSERVER_ADDR": live, "CELLSERVER_REQUIREPASS": "no"}, exitError},
+		{"no password", []string{"ping"}, map[string]string{"CELLSERVER_ADDR": live}, exitError},
+		{"nothing listens", []string{"ping"}, map[string]string{"CELLSERVER_ADDR": elsewhere}, exitError},
+		{"flags after ping", []string{"ping", "--addr", live, "--requirepass", "pw"}, nil, exitOK},
+		{"flags before ping", []string{"--addr", live, "--requirepass", "pw", "ping"}, nil, exitOK},
+		{"flags on both sides", []string{"--requirepass", "pw", "ping", "--addr", "0.0.0.0:" + port}, nil, exitOK},
+		{"flag beats env after ping", []string{"ping", "--addr", live}, map[string]string{"CELLSERVER_ADDR": elsewhere, "CELLSERVER_REQUIREPASS": "pw"}, exitOK},
+		{"flag beats env before ping", []string{"--requirepass", "pw", "ping"}, map[string]string{"CELLSERVER_ADDR": live, "CELLSERVER_REQUIREPASS": "no"}, exitOK},
+		{"wrong password flag", []string{"ping", "--addr", live, "--requirepass", "no"}, nil, exitError},
+		{"flag to where nothing listens", []string{"--addr", elsewhere, "ping"}, map[string]string{"CELLSERVER_ADDR": live, "CELLSERVER_REQUIREPASS": "pw"}, exitError},
+		{"unknown flag", []string{"ping", "--port", port}, nil, exitUsage},
 	}
 	for _, c := range cases {
 		var stdout, stderr strings.Builder
-		if code := run(context.Background(), []string{"ping"}, envMap(c.env), &stdout, &stderr, nil); code != c.code {
+		if code := run(context.Background(), c.args, envMap(c.env), &stdout, &stderr, nil); code != c.code {
 			t.Errorf("%s: exit %d, want %d; stderr %q", c.name, code, c.code, stderr.String())
 		}
 		if c.code == exitOK && stdout.String() != "PONG\n" {
