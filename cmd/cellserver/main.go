@@ -156,10 +156,15 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, ready chan<- net.A
 	})
 	cmds.SetHost(srv)
 
-	// /readyz answers 503 until every key is loaded from the backing store.
-	var loaded atomic.Bool
+	// /readyz answers 503 until the server serves, which it does once the
+	// start-up load from the backing store has ended: loaded, or failed
+	// and retried behind while the instance decides from memory (an
+	// outage of the store must not take every instance out of service),
+	// or, with --backing-required, only loaded. Shared mode serves once
+	// started, the store reached or not.
+	var serving atomic.Bool
 	ms, err := startMetrics(cfg.metricsAddr, metrics.NewHandler(metrics.Options{
-		Commands: cmds, Engine: eng, Host: srv, Ready: loaded.Load,
+		Commands: cmds, Engine: eng, Host: srv, Ready: serving.Load,
 		Persistence: func() []metrics.Sample {
 			if b := loadedBacking.Load(); b != nil {
 				return b.samples()
@@ -177,7 +182,8 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, ready chan<- net.A
 	}
 	defer ms.stop()
 
-	// Every key is loaded before the first command is served.
+	// Every key is loaded before the first command is served, unless the
+	// first attempt fails.
 	bk, err := openBacking(ctx, cfg, eng, log)
 	if err != nil {
 		ln.Close()
@@ -191,10 +197,10 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, ready chan<- net.A
 	if bk != nil {
 		loadedBacking.Store(bk)
 	}
-	loaded.Store(true)
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
+	serving.Store(true)
 	log.Info("cellserver started", "addr", ln.Addr().String(), "shards", eng.Shards(), "version", version)
 	if ready != nil {
 		ready <- ln.Addr()
