@@ -342,7 +342,10 @@ func (w *Writer) recover() {
 // Close stops the flushing goroutine and writes everything still pending
 // (after the load, if it never succeeded), retrying until ctx is done. If
 // ctx ends first it logs how many keys were left unwritten and returns the
-// error. Requests must have stopped: keys changed during Close may be left.
+// error. With nothing pending it returns at once, without a round trip, so
+// that a backing store that is down holds up no shutdown that has nothing
+// to lose. Requests must have stopped: keys changed during Close may be
+// left.
 func (w *Writer) Close(ctx context.Context) error {
 	w.stopOnce.Do(func() {
 		close(w.stop)
@@ -363,6 +366,11 @@ func (w *Writer) Close(ctx context.Context) error {
 	defer w.mu.Unlock()
 	start := time.Now()
 	pending := w.eng.Pending()
+	if pending == 0 {
+		// A load still pending can be left: it would only read.
+		w.log.Info("nothing to flush to the backing store")
+		return nil
+	}
 	w.log.Info("flushing to the backing store", "pending_keys", pending)
 	for {
 		err := w.sync(ctx)

@@ -478,6 +478,32 @@ func TestWriterCloseBounded(t *testing.T) {
 	}
 }
 
+// TestWriterCloseNothingPending: with nothing pending, Close returns at
+// once, even while the load it never managed is still to be retried and the
+// store is down: there is nothing to lose.
+func TestWriterCloseNothingPending(t *testing.T) {
+	e := newEngine(t)
+	f := &fakeBacking{block: true, loadErr: []error{errDown, errDown, errDown}}
+	var logs logBuffer
+	w := New(e, f, Options{Logger: logs.logger()})
+	if err := w.Load(context.Background()); err == nil {
+		t.Fatal("Load succeeded on a store that is down")
+	}
+	w.Start()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := w.Close(ctx); err != nil {
+		t.Errorf("Close = %v, want nil", err)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("Close took %v with nothing pending", took)
+	}
+	if logs := logs.String(); !strings.Contains(logs, `msg="nothing to flush to the backing store"`) || strings.Contains(logs, "level=ERROR") {
+		t.Errorf("log:\n%s", logs)
+	}
+}
+
 func TestStatusString(t *testing.T) {
 	for s, want := range map[Status]string{StatusOK: "ok", StatusDown: "down", StatusLoading: "loading"} {
 		if s.String() != want {

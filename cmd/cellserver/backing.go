@@ -12,10 +12,6 @@ import (
 	"github.com/cellserver/cellserver/persist"
 )
 
-// flushTimeout bounds the final write of the changed keys to the backing
-// Redis at shutdown.
-const flushTimeout = 10 * time.Second
-
 // backing is the backing Redis and the writer that keeps it up to date.
 type backing struct {
 	store  *persist.Redis
@@ -52,13 +48,20 @@ func openBacking(ctx context.Context, cfg config, eng *engine.Engine, log *slog.
 	return &backing{store: store, writer: w, lease: lease}, nil
 }
 
-// close writes every change still pending, within flushTimeout, and closes
-// the connection. It returns the error that left changes unwritten.
-func (b *backing) close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
+// close writes every change still pending, within timeout, frees the
+// lease and closes the connection. It returns the error that left changes
+// unwritten. The lease is freed beside the final write, not after it: its
+// own short bound then adds nothing to a shutdown whose store is down.
+func (b *backing) close(timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	leaseFreed := make(chan struct{})
+	go func() {
+		defer close(leaseFreed)
+		b.lease.Close()
+	}()
 	err := b.writer.Close(ctx)
-	b.lease.Close()
+	<-leaseFreed
 	b.store.Close()
 	return err
 }

@@ -31,6 +31,9 @@ type config struct {
 	backingPrefix   string
 	flushInterval   time.Duration
 	backingRequired bool
+	// shutdownFlushTimeout bounds the final write of the changed keys at
+	// shutdown.
+	shutdownFlushTimeout time.Duration
 	// backingMode is how the backing Redis is used: modeWriteBehind or
 	// modeShared.
 	backingMode     string
@@ -46,13 +49,20 @@ type config struct {
 	tlsCAFile     string
 	protectedMode bool
 	timeout       int // seconds a client may stay idle; 0 for ever
+	maxClients    int // as asked for; serve lowers it to what the open-file limit allows
 	eventLoops    int // event loops serving plain-TCP clients; 0 for a goroutine per client
 
 	maxmemory         int64
 	slowlogSlowerThan int64 // µs
 	slowlogMaxLen     int
 	metricsAddr       string
+
+	// command is what to run: "" to serve, commandPing for the health check.
+	command string
 }
+
+// commandPing is the word that runs `cellserver ping` instead of the server.
+const commandPing = "ping"
 
 const (
 	defaultAddr            = "127.0.0.1:6379"
@@ -67,6 +77,11 @@ const (
 	// defaultSharedTimeout is the longest a command waits for the shared
 	// store.
 	defaultSharedTimeout = 250 * time.Millisecond
+	// defaultShutdownFlushTimeout is how long the final write to the
+	// backing Redis may take at shutdown: several attempts while the store
+	// is briefly down, well within Kubernetes's 30 s grace period after
+	// the 10 s the connections may take.
+	defaultShutdownFlushTimeout = 5 * time.Second
 )
 
 // The values of --backing-mode and --shared-fallback.
@@ -94,19 +109,21 @@ type option struct {
 // for anything else it cannot accept, having written why to stderr.
 func parseConfig(args []string, env func(string) string, stderr io.Writer) (config, error) {
 	cfg := config{
-		addr:              defaultAddr,
-		logLevel:          slog.LevelInfo,
-		logFormat:         "text",
-		protoMaxBulkLen:   defaultProtoMaxBulkLen,
-		flushInterval:     defaultFlushInterval,
-		protectedMode:     true,
-		slowlogSlowerThan: 10000,
-		slowlogMaxLen:     128,
-		eventLoops:        server.DefaultEventLoops,
-		backingMode:       modeWriteBehind,
-		sharedFallback:    fallbackLocal,
-		sharedTimeout:     defaultSharedTimeout,
-		sharedDenyCache:   true,
+		addr:                 defaultAddr,
+		logLevel:             slog.LevelInfo,
+		logFormat:            "text",
+		protoMaxBulkLen:      defaultProtoMaxBulkLen,
+		flushInterval:        defaultFlushInterval,
+		shutdownFlushTimeout: defaultShutdownFlushTimeout,
+		maxClients:           server.DefaultMaxClients,
+		protectedMode:        true,
+		slowlogSlowerThan:    10000,
+		slowlogMaxLen:        128,
+		eventLoops:           server.DefaultEventLoops,
+		backingMode:          modeWriteBehind,
+		sharedFallback:       fallbackLocal,
+		sharedTimeout:        defaultSharedTimeout,
+		sharedDenyCache:      true,
 	}
 	opts := []option{
 		{"addr", "CELLSERVER_ADDR", "`host:port` to listen on (port 0 picks a free port)", (*addrValue)(&cfg.addr)},
@@ -118,6 +135,7 @@ func parseConfig(args []string, env func(string) string, stderr io.Writer) (conf
 		{"backing-prefix", "CELLSERVER_BACKING_PREFIX", "`prefix` of every key in the backing Redis (default none, where redis-cell keeps its keys)", (*stringValue)(&cfg.backingPrefix)},
 		{"flush-interval", "CELLSERVER_FLUSH_INTERVAL", "`duration` between two writes of the changed keys to the backing Redis", (*durationValue)(&cfg.flushInterval)},
 		{"backing-required", "CELLSERVER_BACKING_REQUIRED", "refuse to start when the backing Redis cannot be loaded, instead of serving from memory and retrying", (*boolValue)(&cfg.backingRequired)},
+		{"shutdown-flush-timeout", "CELLSERVER_SHUTDOWN_FLUSH_TIMEOUT", "longest `duration` the final write of the changed keys to the backing Redis may take at shutdown; keys still unwritten then are lost, logged, and the exit status is 1", (*durationValue)(&cfg.shutdownFlushTimeout)},
 		{"backing-mode", "CELLSERVER_BACKING_MODE", "how the backing Redis is used: write-behind (one cellserver keeps its state in memory and copies it there) or shared (every decision is made in the store, so that many cellservers enforce one limit)", &choiceValue{v: &cfg.backingMode, choices: []string{modeWriteBehind, modeShared}}},
 		{"shared-fallback", "CELLSERVER_SHARED_FALLBACK", "what shared mode does while the store cannot be reached: local (decide from this instance's memory) or error (answer an error)", &choiceValue{v: &cfg.sharedFallback, choices: []string{fallbackLocal, fallbackError}}},
 		{"shared-timeout", "CELLSERVER_SHARED_TIMEOUT", "longest `duration` a command waits for the shared store before the fallback answers", (*durationValue)(&cfg.sharedTimeout)},
@@ -130,6 +148,7 @@ func parseConfig(args []string, env func(string) string, stderr io.Writer) (conf
 		{"protected-mode", "CELLSERVER_PROTECTED_MODE", "refuse non-loopback clients while listening beyond loopback with no password, as Redis does (yes or no)", (*yesNoValue)(&cfg.protectedMode)},
 		{"event-loops", "CELLSERVER_EVENT_LOOPS", "`count` of event loops serving plain-TCP clients on Linux, each on one core at a time, as Redis's one thread; 0 serves each client on its own goroutine instead", (*nonNegativeInt)(&cfg.eventLoops)},
 		{"timeout", "CELLSERVER_TIMEOUT", "close a client idle for this many `seconds` (0: never)", (*nonNegativeInt)(&cfg.timeout)},
+		{"maxclients", "CELLSERVER_MAXCLIENTS", "most `clients` connected at once; one more gets an error and is closed, as in Redis; lowered at start to what the open-file limit allows", (*positiveInt)(&cfg.maxClients)},
 		{"maxmemory", "CELLSERVER_MAXMEMORY", "bound on the keyspace's estimated size in `bytes` (100mb, 1gb, ...); the keys that expire soonest are evicted first; 0 for none", (*sizeValue)(&cfg.maxmemory)},
 		{"slowlog-log-slower-than", "CELLSERVER_SLOWLOG_LOG_SLOWER_THAN", "`microseconds` from which a command enters the slow log; 0 logs every command, negative none", (*int64Value)(&cfg.slowlogSlowerThan)},
 		{"slowlog-max-len", "CELLSERVER_SLOWLOG_MAX_LEN", "`count` of slow log entries kept", (*nonNegativeInt)(&cfg.slowlogMaxLen)},
@@ -143,7 +162,8 @@ func parseConfig(args []string, env func(string) string, stderr io.Writer) (conf
 	}
 	fs.BoolVar(&cfg.showVersion, "version", false, "print the version and exit")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: cellserver [flags]\n\ncellserver speaks the Redis protocol and answers rate-limit commands:\nCL.THROTTLE (redis-cell's GCRA), SW.THROTTLE (sliding log), SWC.THROTTLE (sliding counter),\nFW.THROTTLE (fixed window) and THROTTLE.ALL (several limits, all or nothing).\n\nFlags:\n")
+		fmt.Fprintf(fs.Output(), "Usage: cellserver [flags] [ping]\n\ncellserver speaks the Redis protocol and answers rate-limit commands:\nCL.THROTTLE (redis-cell's GCRA), SW.THROTTLE (sliding log), SWC.THROTTLE (sliding counter),\nFW.THROTTLE (fixed window) and THROTTLE.ALL (several limits, all or nothing).\n"+
+			"With ping, it checks instead that the server the same flags and environment configure answers PING (exit 0) or not (exit 1).\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 
@@ -152,6 +172,16 @@ func parseConfig(args []string, env func(string) string, stderr io.Writer) (conf
 			return cfg, err
 		}
 		return cfg, errUsage // the flag package has written the error and the usage
+	}
+	// `ping` may come before the flags or after them.
+	if fs.Arg(0) == commandPing {
+		cfg.command = commandPing
+		if err := fs.Parse(fs.Args()[1:]); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return cfg, err
+			}
+			return cfg, errUsage
+		}
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "cellserver: unexpected argument %q (run cellserver -h for usage)\n", fs.Arg(0))
@@ -418,6 +448,20 @@ func (v *nonNegativeInt) Set(s string) error {
 		return errors.New("want a whole number from 0")
 	}
 	*v = nonNegativeInt(n)
+	return nil
+}
+
+// positiveInt is a whole number from 1.
+type positiveInt int
+
+func (v *positiveInt) String() string { return strconv.Itoa(int(*v)) }
+
+func (v *positiveInt) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		return errors.New("want a whole number from 1")
+	}
+	*v = positiveInt(n)
 	return nil
 }
 

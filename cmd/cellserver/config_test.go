@@ -17,7 +17,7 @@ func envMap(m map[string]string) func(string) string {
 
 func TestParseConfig(t *testing.T) {
 	defaults := config{addr: defaultAddr, logLevel: slog.LevelInfo, logFormat: "text", protoMaxBulkLen: 512 << 20, flushInterval: 250 * time.Millisecond,
-		protectedMode: true, slowlogSlowerThan: 10000, slowlogMaxLen: 128, eventLoops: 1,
+		shutdownFlushTimeout: 5 * time.Second, maxClients: 10000, protectedMode: true, slowlogSlowerThan: 10000, slowlogMaxLen: 128, eventLoops: 1,
 		backingMode: modeWriteBehind, sharedFallback: fallbackLocal, sharedTimeout: 250 * time.Millisecond, sharedDenyCache: true}
 	with := func(f func(*config)) config {
 		c := defaults
@@ -70,11 +70,13 @@ func TestParseConfig(t *testing.T) {
 			"CELLSERVER_TLS_KEY_FILE": "/k", "CELLSERVER_TLS_CA_CERT_FILE": "/ca", "CELLSERVER_PROTECTED_MODE": "no",
 			"CELLSERVER_TIMEOUT": "30", "CELLSERVER_MAXMEMORY": "100mb", "CELLSERVER_SLOWLOG_LOG_SLOWER_THAN": "-1",
 			"CELLSERVER_SLOWLOG_MAX_LEN": "5", "CELLSERVER_METRICS_ADDR": ":9121", "CELLSERVER_EVENT_LOOPS": "2",
+			"CELLSERVER_SHUTDOWN_FLUSH_TIMEOUT": "3s", "CELLSERVER_MAXCLIENTS": "500",
 		}, want: config{addr: "127.0.0.1:7001", shards: 64, logLevel: slog.LevelError, logFormat: "json", protoMaxBulkLen: 2 << 20,
 			backingRedis: "rediss://u:p@h:1", backingPrefix: "p:", flushInterval: 2 * time.Second, backingRequired: true,
 			requirepass: "pw", usersFile: "/u", tlsCertFile: "/c", tlsKeyFile: "/k", tlsCAFile: "/ca",
 			timeout: 30, maxmemory: 100 << 20, slowlogSlowerThan: -1, slowlogMaxLen: 5, metricsAddr: ":9121", eventLoops: 2,
-			backingMode: modeWriteBehind, sharedFallback: fallbackLocal, sharedTimeout: 250 * time.Millisecond, sharedDenyCache: true}},
+			backingMode: modeWriteBehind, sharedFallback: fallbackLocal, sharedTimeout: 250 * time.Millisecond, sharedDenyCache: true,
+			shutdownFlushTimeout: 3 * time.Second, maxClients: 500}},
 		{name: "shared mode", args: []string{"--backing-redis", "redis://h:1", "--backing-mode", "SHARED", "--shared-fallback", "error",
 			"--shared-timeout", "1s", "--shared-deny-cache=false"}, want: with(func(c *config) {
 			c.backingRedis, c.backingMode, c.sharedFallback, c.sharedTimeout, c.sharedDenyCache = "redis://h:1", modeShared, fallbackError, time.Second, false
@@ -88,6 +90,16 @@ func TestParseConfig(t *testing.T) {
 		{name: "protected mode flag", args: []string{"--protected-mode", "no"}, want: with(func(c *config) { c.protectedMode = false })},
 		{name: "maxmemory zero", args: []string{"--maxmemory", "0"}, want: defaults},
 		{name: "maxmemory small", args: []string{"--maxmemory", "1kb"}, want: with(func(c *config) { c.maxmemory = 1024 })},
+		{name: "shutdown flush timeout", args: []string{"--shutdown-flush-timeout", "30s"}, want: with(func(c *config) { c.shutdownFlushTimeout = 30 * time.Second })},
+		{name: "maxclients", args: []string{"--maxclients", "20"}, want: with(func(c *config) { c.maxClients = 20 })},
+		{name: "maxclients env", env: map[string]string{"CELLSERVER_MAXCLIENTS": "1"}, want: with(func(c *config) { c.maxClients = 1 })},
+		{name: "ping", args: []string{"ping"}, want: with(func(c *config) { c.command = commandPing })},
+		{name: "ping then flags", args: []string{"ping", "--addr", ":7000", "--requirepass", "pw"}, env: map[string]string{"CELLSERVER_ADDR": ":1"},
+			want: with(func(c *config) { c.command, c.addr, c.requirepass = commandPing, ":7000", "pw" })},
+		{name: "flags then ping", args: []string{"--addr", ":7000", "ping", "--tls-cert-file", "/c", "--tls-key-file", "/k"},
+			want: with(func(c *config) { c.command, c.addr, c.tlsCertFile, c.tlsKeyFile = commandPing, ":7000", "/c", "/k" })},
+		{name: "ping env", args: []string{"ping"}, env: map[string]string{"CELLSERVER_ADDR": ":7000"},
+			want: with(func(c *config) { c.command, c.addr = commandPing, ":7000" })},
 		{name: "slowlog every command", args: []string{"--slowlog-log-slower-than", "0"}, want: with(func(c *config) { c.slowlogSlowerThan = 0 })},
 	}
 	for _, tt := range tests {
@@ -155,6 +167,11 @@ func TestParseConfigRejects(t *testing.T) {
 		{name: "timeout negative", args: []string{"--timeout", "-1"}, stderr: "want a whole number from 0"},
 		{name: "maxmemory word", args: []string{"--maxmemory", "lots"}, stderr: "want a size in bytes"},
 		{name: "slowlog max len negative", env: map[string]string{"CELLSERVER_SLOWLOG_MAX_LEN": "-1"}, stderr: "CELLSERVER_SLOWLOG_MAX_LEN: want a whole number from 0"},
+		{name: "maxclients zero", args: []string{"--maxclients", "0"}, stderr: "want a whole number from 1"},
+		{name: "maxclients env word", env: map[string]string{"CELLSERVER_MAXCLIENTS": "many"}, stderr: "CELLSERVER_MAXCLIENTS: want a whole number from 1"},
+		{name: "shutdown flush timeout zero", args: []string{"--shutdown-flush-timeout", "0s"}, stderr: "want a positive duration"},
+		{name: "ping twice", args: []string{"ping", "ping"}, stderr: `unexpected argument "ping"`},
+		{name: "ping with an argument", args: []string{"ping", "--addr", ":1", "now"}, stderr: `unexpected argument "now"`},
 		{name: "metrics addr", args: []string{"--metrics-addr", "nowhere"}, stderr: "invalid --metrics-addr"},
 		{name: "backing redis env cluster db", env: map[string]string{"CELLSERVER_BACKING_REDIS": "redis://a:1/3,b:2"}, stderr: "a Redis Cluster has database 0 only"},
 	}

@@ -59,9 +59,6 @@ func main() {
 // address it listens on once it accepts connections; it must have room for
 // that value or a reader.
 func run(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer, ready chan<- net.Addr) int {
-	if len(args) > 0 && args[0] == "ping" {
-		return ping(args[1:], env, stdout, stderr)
-	}
 	cfg, err := parseConfig(args, env, stderr)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
@@ -71,6 +68,8 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 	case cfg.showVersion:
 		fmt.Fprintf(stdout, "cellserver %s\n", version)
 		return exitOK
+	case cfg.command == commandPing:
+		return ping(cfg, stdout, stderr)
 	}
 	return serve(ctx, cfg, newLogger(stderr, cfg.logFormat, cfg.logLevel), ready)
 }
@@ -78,6 +77,11 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 // serve wires the engine, the commands and the server as cfg says, serves
 // until ctx is done, then shuts down gracefully and returns the exit status.
 func serve(ctx context.Context, cfg config, log *slog.Logger, ready chan<- net.Addr) int {
+	maxClients, err := adjustMaxClients(cfg.maxClients, log)
+	if err != nil {
+		log.Error("cannot serve any client", "err", err)
+		return exitError
+	}
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
 		log.Error("cannot listen", "addr", cfg.addr, "err", err)
@@ -120,7 +124,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, ready chan<- net.A
 	cmds := commands.New(commands.Options{
 		Engine:               eng,
 		Version:              version,
-		Settings:             settings(cfg, ln.Addr()),
+		Settings:             settings(cfg, ln.Addr(), maxClients),
 		Logger:               log,
 		Users:                users,
 		SlowlogLogSlowerThan: cfg.slowlogSlowerThan,
@@ -143,7 +147,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, ready chan<- net.A
 		Handler:         cmds,
 		Logger:          log,
 		ProtoMaxBulkLen: cfg.protoMaxBulkLen,
-		MaxClients:      server.DefaultMaxClients, // what CONFIG GET maxclients reports
+		MaxClients:      maxClients, // what CONFIG GET maxclients reports
 		TLS:             tlsConfig,
 		ProtectedMode:   cfg.protectedMode,
 		PasswordSet:     users.PasswordSet(),
@@ -152,10 +156,15 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, ready chan<- net.A
 	})
 	cmds.SetHost(srv)
 
-	// /readyz answers 503 until every key is loaded from the backing store.
-	var loaded atomic.Bool
+	// /readyz answers 503 until the server serves, which it does once the
+	// start-up load from the backing store has ended: loaded, or failed
+	// and retried behind while the instance decides from memory (an
+	// outage of the store must not take every instance out of service),
+	// or, with --backing-required, only loaded. Shared mode serves once
+	// started, the store reached or not.
+	var serving atomic.Bool
 	ms, err := startMetrics(cfg.metricsAddr, metrics.NewHandler(metrics.Options{
-		Commands: cmds, Engine: eng, Host: srv, Ready: loaded.Load,
+		Commands: cmds, Engine: eng, Host: srv, Ready: serving.Load,
 		Persistence: func() []metrics.Sample {
 			if b := loadedBacking.Load(); b != nil {
 				return b.samples()
@@ -173,7 +182,8 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, ready chan<- net.A
 	}
 	defer ms.stop()
 
-	// Every key is loaded before the first command is served.
+	// Every key is loaded before the first command is served, unless the
+	// first attempt fails.
 	bk, err := openBacking(ctx, cfg, eng, log)
 	if err != nil {
 		ln.Close()
@@ -187,10 +197,10 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, ready chan<- net.A
 	if bk != nil {
 		loadedBacking.Store(bk)
 	}
-	loaded.Store(true)
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
+	serving.Store(true)
 	log.Info("cellserver started", "addr", ln.Addr().String(), "shards", eng.Shards(), "version", version)
 	if ready != nil {
 		ready <- ln.Addr()
@@ -202,7 +212,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, ready chan<- net.A
 		log.Error("server stopped", "err", err)
 		srv.Close()
 		if bk != nil {
-			bk.close()
+			bk.close(cfg.shutdownFlushTimeout)
 		}
 		return exitError
 	case <-ctx.Done():
@@ -222,7 +232,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, ready chan<- net.A
 	}
 	// The requests have stopped: what they changed goes to the backing
 	// Redis before the process ends.
-	if bk != nil && bk.close() != nil {
+	if bk != nil && bk.close(cfg.shutdownFlushTimeout) != nil {
 		code = exitError
 	}
 	log.Info("stopped")

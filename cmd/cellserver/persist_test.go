@@ -147,8 +147,10 @@ func TestRunBackingRestart(t *testing.T) {
 	if code := r.stop(t); code != 0 {
 		t.Fatalf("exit status %d; stderr:\n%s", code, r.stderr.String())
 	}
-	if !strings.Contains(r.stderr.String(), `msg="flushed to the backing store"`) {
-		t.Errorf("no final flush in the log:\n%s", r.stderr.String())
+	// The last flush is the final one, or a periodic one that left the
+	// final one nothing to do.
+	if logs := r.stderr.String(); !strings.Contains(logs, `msg="flushed to the backing store"`) && !strings.Contains(logs, `msg="nothing to flush to the backing store"`) {
+		t.Errorf("no final flush in the log:\n%s", logs)
 	}
 	if n, err := backing.Client(t).DBSize(ctx).Result(); err != nil || n != 1000 {
 		t.Fatalf("the backing Redis holds %d keys (%v), want 1000", n, err)
@@ -373,4 +375,57 @@ func TestRunBackingStopDuringLoad(t *testing.T) {
 			t.Errorf("required=%v: log:\n%s", required, logs)
 		}
 	}
+}
+
+// TestRunBackingDownAtShutdown: a shutdown while the backing Redis is down
+// ends at once with status 0 when nothing is pending, and with status 1
+// within --shutdown-flush-timeout, the lost keys counted in the log, when
+// changes are pending.
+func TestRunBackingDownAtShutdown(t *testing.T) {
+	t.Parallel()
+	t.Run("nothing pending", func(t *testing.T) {
+		t.Parallel()
+		r := startRun(t, []string{"--addr", "127.0.0.1:0", "--backing-redis", "redis://" + freeAddr(t)}, nil)
+		start := time.Now()
+		code := r.stop(t)
+		took := time.Since(start)
+		t.Logf("stop with the store refusing connections and nothing pending: status %d in %v", code, took.Round(time.Millisecond))
+		if code != exitOK {
+			t.Errorf("exit status %d, want 0; stderr:\n%s", code, r.stderr.String())
+		}
+		if took > time.Second {
+			t.Errorf("stop took %v, want under a second", took)
+		}
+		if logs := r.stderr.String(); strings.Contains(logs, "level=ERROR") || !strings.Contains(logs, `msg="nothing to flush to the backing store"`) {
+			t.Errorf("log:\n%s", logs)
+		}
+	})
+	t.Run("pending keys", func(t *testing.T) {
+		t.Parallel()
+		const bound = time.Second
+		backing := redistest.Start(t)
+		r := startRun(t, []string{"--addr", "127.0.0.1:0", "--backing-redis", backing.URL(),
+			"--flush-interval", "1h", "--shutdown-flush-timeout", bound.String()}, nil)
+		rdb := newClient(t, r.addr)
+		for i := range 10 {
+			if err := rdb.Do(context.Background(), "CL.THROTTLE", fmt.Sprint("k", i), 15, 30, 60).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rdb.Close()
+		backing.Kill()
+		start := time.Now()
+		code := r.stop(t)
+		took := time.Since(start)
+		t.Logf("stop with the store killed and 10 keys pending, --shutdown-flush-timeout %v: status %d in %v", bound, code, took.Round(time.Millisecond))
+		if code != exitError {
+			t.Errorf("exit status %d, want 1; stderr:\n%s", code, r.stderr.String())
+		}
+		if took < bound || took > bound+500*time.Millisecond {
+			t.Errorf("stop took %v, want the bound of %v and little more", took, bound)
+		}
+		if logs := r.stderr.String(); !strings.Contains(logs, `level=ERROR msg="ran out of time flushing to the backing store; changes lost" unwritten_keys=10`) {
+			t.Errorf("log:\n%s", logs)
+		}
+	})
 }

@@ -14,22 +14,15 @@ import (
 const pingTimeout = 3 * time.Second
 
 // ping is `cellserver ping`: a health check that needs no shell or client
-// in the image. It reads the server's own environment (CELLSERVER_ADDR,
-// CELLSERVER_REQUIREPASS, CELLSERVER_TLS_*), connects over loopback when the
-// server listens on every interface, authenticates if a password is set,
-// sends PING and exits 0 on PONG, 1 otherwise.
-func ping(args []string, env func(string) string, stdout, stderr io.Writer) int {
-	if len(args) > 0 {
-		fmt.Fprintf(stderr, "cellserver ping: takes no arguments; it reads the CELLSERVER_* environment\n")
-		return exitUsage
-	}
-	addr := env("CELLSERVER_ADDR")
-	if addr == "" {
-		addr = defaultAddr
-	}
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		fmt.Fprintf(stderr, "cellserver ping: CELLSERVER_ADDR %q: want host:port\n", addr)
+// in the image. cfg is read from the server's own flags and environment
+// (--addr, --requirepass, --tls-*, or their CELLSERVER_* twins), so the
+// check finds the server the same settings start. It connects over
+// loopback when the server listens on every interface, authenticates if a
+// password is set, sends PING and exits 0 on PONG, 1 otherwise.
+func ping(cfg config, stdout, stderr io.Writer) int {
+	host, port, err := net.SplitHostPort(cfg.addr)
+	if err != nil { // parseConfig has checked it
+		fmt.Fprintf(stderr, "cellserver ping: --addr %q: want host:port\n", cfg.addr)
 		return exitUsage
 	}
 	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
@@ -37,7 +30,7 @@ func ping(args []string, env func(string) string, stdout, stderr io.Writer) int 
 	}
 	target := net.JoinHostPort(host, port)
 
-	conn, err := dialForPing(target, env)
+	conn, err := dialForPing(target, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "cellserver ping: %v\n", err)
 		return exitError
@@ -45,7 +38,7 @@ func ping(args []string, env func(string) string, stdout, stderr io.Writer) int 
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(pingTimeout))
 	rd := bufio.NewReader(conn)
-	if pass := env("CELLSERVER_REQUIREPASS"); pass != "" {
+	if pass := cfg.requirepass; pass != "" {
 		if reply, err := roundTrip(conn, rd, "AUTH", pass); err != nil || reply != "+OK" {
 			fmt.Fprintf(stderr, "cellserver ping: AUTH failed: %s\n", describe(reply, err))
 			return exitError
@@ -64,21 +57,20 @@ func ping(args []string, env func(string) string, stdout, stderr io.Writer) int 
 // check runs next to the server, so the server's certificate is not
 // verified; when clients must present a certificate, the server's own is
 // presented.
-func dialForPing(target string, env func(string) string) (net.Conn, error) {
+func dialForPing(target string, cfg config) (net.Conn, error) {
 	d := &net.Dialer{Timeout: pingTimeout}
-	certFile, keyFile := env("CELLSERVER_TLS_CERT_FILE"), env("CELLSERVER_TLS_KEY_FILE")
-	if certFile == "" {
+	if cfg.tlsCertFile == "" {
 		return d.Dial("tcp", target)
 	}
-	cfg := &tls.Config{InsecureSkipVerify: true} // loopback health check of our own server
-	if env("CELLSERVER_TLS_CA_CERT_FILE") != "" {
-		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	tc := &tls.Config{InsecureSkipVerify: true} // loopback health check of our own server
+	if cfg.tlsCAFile != "" {
+		cert, err := tls.LoadX509KeyPair(cfg.tlsCertFile, cfg.tlsKeyFile)
 		if err != nil {
 			return nil, fmt.Errorf("loading the TLS certificate: %v", err)
 		}
-		cfg.Certificates = []tls.Certificate{cert}
+		tc.Certificates = []tls.Certificate{cert}
 	}
-	return tls.DialWithDialer(d, "tcp", target, cfg)
+	return tls.DialWithDialer(d, "tcp", target, tc)
 }
 
 // roundTrip sends one command and reads a one-line reply.

@@ -2,12 +2,22 @@ package main
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -96,27 +106,90 @@ func grepLines(s, sub string) string {
 
 // TestPing: `cellserver ping` answers 0 against a live server (with its
 // password, and on 0.0.0.0 through loopback) and 1 when nothing listens or
-// the password is wrong.
+// the password is wrong. It takes the server's flags before or after the
+// word ping, and their environment twins, a flag beating its twin.
 func TestPing(t *testing.T) {
 	r := startRun(t, []string{"--addr", "0.0.0.0:0"}, map[string]string{"CELLSERVER_REQUIREPASS": "pw"})
 	_, port, _ := net.SplitHostPort(r.addr)
+	live, elsewhere := "127.0.0.1:"+port, freeAddr(t)
 	cases := []struct {
 		name string
+		args []string
 		env  map[string]string
 		code int
 	}{
-		{"live", map[string]string{"CELLSERVER_ADDR": "0.0.0.0:" + port, "CELLSERVER_REQUIREPASS": "pw"}, exitOK},
-		{"wrong password", map[string]string{"CELLSERVER_ADDR": "127.0.0.1:" + port, "CELLSERVER_REQUIREPASS": "no"}, exitError},
-		{"no password", map[string]string{"CELLSERVER_ADDR": "127.0.0.1:" + port}, exitError},
-		{"nothing listens", map[string]string{"CELLSERVER_ADDR": freeAddr(t)}, exitError},
+		{"live", []string{"ping"}, map[string]string{"CELLSERVER_ADDR": "0.0.0.0:" + port, "CELLSERVER_REQUIREPASS": "pw"}, exitOK},
+		{"wrong password", []string{"ping"}, map[string]string{"CELLSERVER_ADDR": live, "CELLSERVER_REQUIREPASS": "no"}, exitError},
+		{"no password", []string{"ping"}, map[string]string{"CELLSERVER_ADDR": live}, exitError},
+		{"nothing listens", []string{"ping"}, map[string]string{"CELLSERVER_ADDR": elsewhere}, exitError},
+		{"flags after ping", []string{"ping", "--addr", live, "--requirepass", "pw"}, nil, exitOK},
+		{"flags before ping", []string{"--addr", live, "--requirepass", "pw", "ping"}, nil, exitOK},
+		{"flags on both sides", []string{"--requirepass", "pw", "ping", "--addr", "0.0.0.0:" + port}, nil, exitOK},
+		{"flag beats env after ping", []string{"ping", "--addr", live}, map[string]string{"CELLSERVER_ADDR": elsewhere, "CELLSERVER_REQUIREPASS": "pw"}, exitOK},
+		{"flag beats env before ping", []string{"--requirepass", "pw", "ping"}, map[string]string{"CELLSERVER_ADDR": live, "CELLSERVER_REQUIREPASS": "no"}, exitOK},
+		{"wrong password flag", []string{"ping", "--addr", live, "--requirepass", "no"}, nil, exitError},
+		{"flag to where nothing listens", []string{"--addr", elsewhere, "ping"}, map[string]string{"CELLSERVER_ADDR": live, "CELLSERVER_REQUIREPASS": "pw"}, exitError},
+		{"unknown flag", []string{"ping", "--port", port}, nil, exitUsage},
 	}
 	for _, c := range cases {
 		var stdout, stderr strings.Builder
-		if code := run(context.Background(), []string{"ping"}, envMap(c.env), &stdout, &stderr, nil); code != c.code {
+		if code := run(context.Background(), c.args, envMap(c.env), &stdout, &stderr, nil); code != c.code {
 			t.Errorf("%s: exit %d, want %d; stderr %q", c.name, code, c.code, stderr.String())
 		}
 		if c.code == exitOK && stdout.String() != "PONG\n" {
 			t.Errorf("%s: stdout %q", c.name, stdout.String())
+		}
+	}
+}
+
+// writeCert writes a self-signed certificate for 127.0.0.1 and its key
+// into dir and returns their paths.
+func writeCert(t *testing.T, dir string) (certFile, keyFile string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "cellserver test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return certFile, keyFile
+}
+
+// TestPingTLS: ping speaks TLS when given the server's TLS flags, in
+// either order, and fails against a TLS port without them.
+func TestPingTLS(t *testing.T) {
+	cert, key := writeCert(t, t.TempDir())
+	r := startRun(t, []string{"--addr", "127.0.0.1:0", "--tls-cert-file", cert, "--tls-key-file", key}, nil)
+	tlsFlags := []string{"--tls-cert-file", cert, "--tls-key-file", key}
+	cases := []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"flags after ping", append([]string{"ping", "--addr", r.addr}, tlsFlags...), exitOK},
+		{"flags before ping", append(append([]string{"--addr", r.addr}, tlsFlags...), "ping"), exitOK},
+		{"without TLS", []string{"ping", "--addr", r.addr}, exitError},
+	}
+	for _, c := range cases {
+		var stdout, stderr strings.Builder
+		if code := run(context.Background(), c.args, envMap(nil), &stdout, &stderr, nil); code != c.code {
+			t.Errorf("%s: exit %d, want %d; stderr %q", c.name, code, c.code, stderr.String())
 		}
 	}
 }

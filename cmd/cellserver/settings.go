@@ -5,13 +5,13 @@ import (
 	"strconv"
 
 	"github.com/cellserver/cellserver/commands"
-	"github.com/cellserver/cellserver/server"
 )
 
 // settings are the configuration parameters CONFIG GET reports, in Redis's
 // names and formats. listen is the address actually bound, so that port 0
-// reports the port the kernel chose.
-func settings(cfg config, listen net.Addr) []commands.Setting {
+// reports the port the kernel chose, and maxClients the limit in force,
+// perhaps lowered from cfg's to fit the open-file limit.
+func settings(cfg config, listen net.Addr, maxClients int) []commands.Setting {
 	host, port, err := net.SplitHostPort(listen.String())
 	if err != nil {
 		host, port, _ = net.SplitHostPort(cfg.addr)
@@ -24,7 +24,7 @@ func settings(cfg config, listen net.Addr) []commands.Setting {
 		{Name: "port", Value: port},
 		{Name: "proto-max-bulk-len", Value: strconv.FormatInt(cfg.protoMaxBulkLen, 10)},
 		{Name: "timeout", Value: strconv.Itoa(cfg.timeout)},
-		{Name: "maxclients", Value: strconv.Itoa(server.DefaultMaxClients)},
+		{Name: "maxclients", Value: strconv.Itoa(maxClients)},
 		{Name: "protected-mode", Value: (*yesNoValue)(&cfg.protectedMode).String()},
 		{Name: "tls-port", Value: tlsPort(cfg, port)},
 		{Name: "tls-cert-file", Value: cfg.tlsCertFile},

@@ -23,7 +23,7 @@ func TestSettings(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := config{addr: tt.addr, protoMaxBulkLen: 512 << 20}
-			got := settings(cfg, tt.listen)
+			got := settings(cfg, tt.listen, 10000)
 			want := []commands.Setting{
 				{Name: "bind", Value: tt.bind},
 				{Name: "port", Value: tt.port},
@@ -48,7 +48,7 @@ func TestSettings(t *testing.T) {
 func TestSettingsSecurity(t *testing.T) {
 	cfg := config{addr: "0.0.0.0:6379", protectedMode: true, timeout: 30, requirepass: "s3cret",
 		tlsCertFile: "/etc/c.pem", tlsKeyFile: "/etc/k.pem"}
-	got := settings(cfg, &net.TCPAddr{IP: net.IPv4zero, Port: 6379})
+	got := settings(cfg, &net.TCPAddr{IP: net.IPv4zero, Port: 6379}, 77)
 	values := map[string]string{}
 	for _, s := range got {
 		values[s.Name] = s.Value
@@ -56,7 +56,7 @@ func TestSettingsSecurity(t *testing.T) {
 			t.Errorf("%s reveals the password", s.Name)
 		}
 	}
-	for name, want := range map[string]string{"protected-mode": "yes", "timeout": "30", "tls-port": "6379", "tls-cert-file": "/etc/c.pem"} {
+	for name, want := range map[string]string{"protected-mode": "yes", "timeout": "30", "maxclients": "77", "tls-port": "6379", "tls-cert-file": "/etc/c.pem"} {
 		if values[name] != want {
 			t.Errorf("%s = %q, want %q", name, values[name], want)
 		}
