@@ -102,6 +102,8 @@ func (m *monitors) feed(list []monitorConn, cl *Client, args [][]byte, end time.
 	for _, mc := range list {
 		if !mc.p.Push(cl.monitorLine) {
 			m.remove(mc.cl) // its connection has closed
+		} else if mc.cl == cl {
+			cl.changed(EffectPushed)
 		}
 	}
 	if cap(cl.monitorLine) > maxKeptMonitorLine {

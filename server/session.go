@@ -161,13 +161,7 @@ func (s *session) run(now time.Time) {
 	s.mu.Lock()
 	closed, completed := s.closed, s.completed
 	s.completed = false
-	if len(s.pushed) > 0 && s.end == nil && len(s.w.ready()) < maxBatchReply {
-		s.w.raw(s.pushed) // after the replies so far; the rest wait in pushed, bounded
-		s.pushed = s.pushed[:0]
-		if cap(s.pushed) > maxKeptReplyBuf {
-			s.pushed = nil // grown for a backlog
-		}
-	}
+	s.takePushedLocked()
 	s.mu.Unlock()
 	if closed {
 		return
@@ -207,6 +201,11 @@ func (s *session) run(now time.Time) {
 			started = true
 		}
 		eff := s.dispatch(args)
+		if eff&commands.EffectPushed != 0 { // its own line goes right after its reply
+			s.mu.Lock()
+			s.takePushedLocked()
+			s.mu.Unlock()
+		}
 		if eff&commands.EffectProto != 0 {
 			s.w.proto = s.cs.Proto()
 		}
@@ -391,6 +390,20 @@ func (s *session) complete(p *pausedReply, write func(commands.Writer)) {
 	drv := s.drv
 	s.mu.Unlock()
 	drv.wake()
+}
+
+// takePushedLocked moves the pushed lines to the replies to send, unless
+// the connection is ending or maxBatchReply bytes wait to be sent already:
+// then they wait in pushed, bounded by pushLimit. s.mu is held.
+func (s *session) takePushedLocked() {
+	if len(s.pushed) == 0 || s.end != nil || len(s.w.ready()) >= maxBatchReply {
+		return
+	}
+	s.w.raw(s.pushed)
+	s.pushed = s.pushed[:0]
+	if cap(s.pushed) > maxKeptReplyBuf {
+		s.pushed = nil // grown for a backlog
+	}
 }
 
 // push queues line to be sent after the replies written so far, and wakes
