@@ -39,6 +39,14 @@ type Client struct {
 	// run every command when the default user needs no password.
 	Authenticated bool
 
+	// monitoring is set by MONITOR and cleared by RESET: the connection
+	// receives every command's line and may run no command that touches a
+	// key.
+	monitoring bool
+	// monitorLine is the buffer this client's commands' MONITOR lines are
+	// built in, while some connection monitors.
+	monitorLine []byte
+
 	// multi holds the MULTI state: queued commands and whether one failed
 	// to queue (which makes EXEC abort).
 	multi *multiState
@@ -77,6 +85,7 @@ func (c *Client) Info() ClientInfo {
 		ID: c.ID, Addr: c.Addr, LocalAddr: c.LocalAddr, Name: c.Name, LibName: c.LibName, LibVer: c.LibVer,
 		User: c.userName(), Proto: c.Proto, LastCommand: c.LastCommand, Created: c.Created,
 		LastActive: c.LastActive, InMulti: c.multi != nil, Authenticated: c.Authenticated,
+		Monitor: c.monitoring,
 	}
 }
 
@@ -93,7 +102,7 @@ type multiState struct {
 // Redis, that makes it the default user again, not authenticated: when the
 // default user needs a password, the client must authenticate anew.
 func (c *Client) reset() {
-	c.Name, c.Proto, c.multi = "", 2, nil
+	c.Name, c.Proto, c.multi, c.monitoring = "", 2, nil, false
 	c.User, c.Authenticated = defaultUser, false
 	c.changed(EffectProto | EffectAuth | EffectInfo)
 }

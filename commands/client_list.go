@@ -101,12 +101,18 @@ func connectedClients(cx *Context) []ClientInfo {
 // is shown. Buffers and memory are not tracked per client and read 0;
 // there is no file descriptor to show, so fd is -1.
 func appendClientLine(b *strings.Builder, c ClientInfo, self *Client, now time.Time) {
-	flags, multi := "N", -1
+	flags, multi := "", -1
+	if c.Monitor {
+		flags = "O"
+	}
 	if c.InMulti {
-		flags, multi = "x", 0
+		flags, multi = flags+"x", 0
 		if self != nil && self.multi != nil {
 			multi = len(self.multi.queued)
 		}
+	}
+	if flags == "" {
+		flags = "N"
 	}
 	idle := int64(now.Sub(c.LastActive) / time.Second)
 	if self != nil {

@@ -60,6 +60,9 @@ type Commands struct {
 	obs     *observer // every command's statistics and the slow log
 	started time.Time
 
+	// monitors are the connections in MONITOR mode.
+	monitors monitors
+
 	// unknown counts the unknown commands, errors that belong to no
 	// command, for INFO's total_error_replies.
 	unknown atomic.Int64
@@ -153,6 +156,10 @@ func (c *Commands) Dispatch(w Writer, cl *Client, args [][]byte) {
 		c.reject(w, cl, cmd, fmt.Sprintf(msgWrongArity, cmd.Name))
 		return
 	}
+	if cl.monitoring && cmd.Flags&(FlagWrite|FlagReadonly) != 0 {
+		c.reject(w, cl, cmd, msgMonitorKeyspace)
+		return
+	}
 	if cl.LastCommand != cmd.Name {
 		cl.LastCommand = cmd.Name
 		cl.changed(EffectInfo)
@@ -209,6 +216,9 @@ func (c *Commands) run(cx *Context, ew *errorCounter, cmd *Command, args [][]byt
 	}
 	d := cx.Client.commandEnd(start)
 	c.observe(cx, o, cmd, args, d, ew.errors)
+	if list := c.monitors.list.Load(); list != nil && shownToMonitors(cmd) {
+		c.monitors.feed(*list, cx.Client, args, start.Add(d))
+	}
 	cx.Client.LastActive = start
 }
 

@@ -55,9 +55,12 @@ func quit(cx *Context, w Writer, args [][]byte) {
 	w.WriteString("OK")
 }
 
-// reset leaves MULTI, forgets the name and goes back to RESP2; the reply
+// reset leaves MULTI and MONITOR, forgets the name and goes back to RESP2; the reply
 // is already in RESP2, as in Redis.
 func reset(cx *Context, w Writer, args [][]byte) {
+	if cx.Client.monitoring {
+		cx.cmds.monitors.remove(cx.Client) // RESET ends MONITOR, as in Redis
+	}
 	cx.Client.reset()
 	switchProto(w, cx.Client.Proto)
 	w.WriteString("RESET")

@@ -25,6 +25,7 @@ type ClientInfo struct {
 	LastActive      time.Time
 	InMulti         bool // queueing commands after MULTI
 	Authenticated   bool
+	Monitor         bool // in MONITOR mode: the server sends it lines unasked
 }
 
 // HostStats are the server counters that INFO reports.

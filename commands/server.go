@@ -3,7 +3,7 @@ package commands
 import "strconv"
 
 // serverCommands are the commands about the server: COMMAND, INFO, CONFIG,
-// TIME, SLOWLOG.
+// TIME, SLOWLOG, MONITOR.
 func (c *Commands) serverCommands() []*Command {
 	return []*Command{
 		commandCommand(),
@@ -15,6 +15,7 @@ func (c *Commands) serverCommands() []*Command {
 		{Name: "time", Arity: 1, Flags: FlagLoading | FlagStale | FlagFast, Group: "server", Since: "2.6.0",
 			Summary: "Returns the server time.", Run: timeCmd},
 		slowlogCommand(),
+		monitorCommand(),
 	}
 }
 

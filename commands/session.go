@@ -20,6 +20,10 @@ const (
 	// EffectInfo: something ClientInfo shows, other than LastActive,
 	// changed; the server publishes a new snapshot for Host.Clients.
 	EffectInfo
+	// EffectPushed: the command pushed output to its own connection (a
+	// monitor's line for its own command, see Pusher), which the server
+	// sends right after the reply, as Redis does.
+	EffectPushed
 )
 
 // Session is one connection's command state, as the server sees it. The

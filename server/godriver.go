@@ -5,8 +5,13 @@ import (
 	"errors"
 	"net"
 	"os"
+	"sync"
 	"time"
 )
+
+// aLongTimeAgo is a deadline in the past: setting it makes a blocked Read
+// return at once.
+var aLongTimeAgo = time.Unix(1, 0)
 
 // goDriver runs a session on a goroutine of its own, with blocking reads
 // and writes on its socket: TLS connections, systems without event loops,
@@ -14,18 +19,32 @@ import (
 type goDriver struct {
 	s     *session
 	nc    net.Conn      // with TLS, the *tls.Conn: the bytes here are decrypted
-	woken chan struct{} // a paused command completed, or the session closed
+	woken chan struct{} // a paused command completed, a line was pushed, or the session closed
+
+	mu          sync.Mutex // guards reading, interrupted, deadline
+	reading     bool       // serve is in (or about to enter) a Read of the socket
+	interrupted bool       // wake cut that Read short with aLongTimeAgo
+	deadline    bool       // the socket has a read deadline set, to clear before a Read without one
 }
 
 func newGoDriver(nc net.Conn) *goDriver {
 	return &goDriver{nc: nc, woken: make(chan struct{}, 1)}
 }
 
+// wake also cuts short a Read the driver is blocked in, which only a
+// pushed line (MONITOR) can find: a paused command is waited for without
+// reading.
 func (d *goDriver) wake() {
 	select {
 	case d.woken <- struct{}{}:
 	default: // a wake-up is pending already
 	}
+	d.mu.Lock()
+	if d.reading && !d.interrupted {
+		d.interrupted, d.deadline = true, true
+		_ = d.nc.SetReadDeadline(aLongTimeAgo)
+	}
+	d.mu.Unlock()
 }
 
 // shutSocket closes the socket. For TLS it closes the connection under
@@ -74,17 +93,54 @@ func (d *goDriver) serve() {
 				<-d.woken
 				continue
 			}
-			// Redis's timeout counts from the client's last bytes: any
-			// read restarts it.
-			dl := s.idleDeadline()
-			if !dl.IsZero() {
-				_ = d.nc.SetReadDeadline(dl)
+			if n, err := d.read(); err != errWoken {
+				s.received(n, err)
 			}
-			n, err := d.nc.Read(s.room())
-			if !dl.IsZero() && errors.Is(err, os.ErrDeadlineExceeded) {
-				err = errIdleTimeout
-			}
-			s.received(n, err)
 		}
 	}
+}
+
+// errWoken is read's report that it read nothing because of a wake-up.
+var errWoken = errors.New("server: woken before reading")
+
+// read reads from the socket into the session's room, unless a wake-up is
+// pending: then, or when wake cuts the Read short before any byte came, it
+// returns errWoken and serve goes round again. A wake-up sent before the
+// check is seen by it; one sent after it finds reading set and interrupts
+// the Read.
+func (d *goDriver) read() (n int, err error) {
+	s := d.s
+	// Redis's timeout counts from the client's last bytes: any read
+	// restarts it.
+	dl := s.idleDeadline()
+	d.mu.Lock()
+	select {
+	case <-d.woken:
+		d.mu.Unlock()
+		return 0, errWoken
+	default:
+	}
+	d.reading = true
+	if !dl.IsZero() || d.deadline {
+		_ = d.nc.SetReadDeadline(dl) // the zero time for none, clearing an interruption's
+		d.deadline = !dl.IsZero()
+	}
+	d.mu.Unlock()
+
+	n, err = d.nc.Read(s.room())
+
+	d.mu.Lock()
+	interrupted := d.interrupted
+	d.reading, d.interrupted = false, false
+	d.mu.Unlock()
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		switch {
+		case interrupted && n > 0:
+			return n, nil
+		case interrupted:
+			return 0, errWoken
+		}
+		err = errIdleTimeout
+	}
+	return n, err
 }

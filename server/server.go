@@ -27,6 +27,9 @@ type Server struct {
 	// writeSocket, if set before Serve, is what the event loops call for
 	// write(2); the server's tests count the replies' writes with it.
 	writeSocket func(fd int, p []byte) (int, error)
+	// pushLimit, if set before Serve, replaces maxPushBacklog; the tests'
+	// slow monitors pass a small one.
+	pushLimit int
 
 	mu        sync.Mutex // guards the fields below
 	ln        *listener
@@ -52,6 +55,14 @@ func New(cfg Config) *Server {
 		conns:   make(map[*session]struct{}),
 		drained: make(chan struct{}),
 	}
+}
+
+// pushBacklog is how many pushed bytes may wait for a slow client.
+func (s *Server) pushBacklog() int {
+	if s.pushLimit > 0 {
+		return s.pushLimit
+	}
+	return maxPushBacklog
 }
 
 // ListenAndServe listens on Config.Addr over TCP and serves. It returns

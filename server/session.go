@@ -28,8 +28,15 @@ const maxHeldCommands = 1024
 // after command does not copy its state for them after each one.
 const publishEvery = 100 * time.Millisecond
 
+// maxPushBacklog is how many pushed bytes (MONITOR's lines) may wait for
+// a client that reads them too slowly, beyond the replies being sent,
+// before it is closed: Redis's client-output-buffer-limit for pubsub
+// clients, 32 MiB.
+const maxPushBacklog = 32 << 20
+
 // Why a connection ends.
 var (
+	errPushBacklog = errors.New("server: client too slow to read its pushed output")
 	errQuit        = errors.New("server: client quit")
 	errShutdown    = errors.New("server: shutting down")
 	errIdleTimeout = errors.New("server: idle timeout")
@@ -95,7 +102,9 @@ type session struct {
 	mu        sync.Mutex // guards the fields below
 	drv       driver
 	snap      commands.ClientInfo
-	completed bool // some paused reply has completed since run last looked
+	completed bool   // some paused reply has completed since run last looked
+	pushed    []byte // Push's lines, not yet in w; at most pushLimit bytes
+	pushLimit int    // maxPushBacklog, or Server.pushLimit
 	// dispatching: a command that paused is still being dispatched on the
 	// driver's goroutine, which looks at completed when it returns, so a
 	// completion meanwhile (a deny-cache hit, a validation error) needs no
@@ -112,7 +121,7 @@ type session struct {
 // drv until another driver takes it.
 func newSession(srv *Server, id int64, addr string, cs commands.Session, drv driver, now time.Time) *session {
 	s := &session{srv: srv, id: id, addr: addr, cs: cs, drv: drv, rd: newRequestReader(srv.lim),
-		idleTimeout: srv.cfg.IdleTimeout, lastPub: now, idleSince: now,
+		idleTimeout: srv.cfg.IdleTimeout, lastPub: now, idleSince: now, pushLimit: srv.pushBacklog(),
 		waiting: true} // for its first bytes, even before a busy loop adopts it
 	s.w.sess = s
 	s.w.proto = cs.Proto()
@@ -165,6 +174,7 @@ func (s *session) run(now time.Time) {
 	s.mu.Lock()
 	closed, completed := s.closed, s.completed
 	s.completed = false
+	s.takePushedLocked()
 	s.mu.Unlock()
 	if closed {
 		return
@@ -207,6 +217,11 @@ func (s *session) run(now time.Time) {
 		if s.w.paused {
 			s.w.paused = false
 			s.applyInline()
+		}
+		if eff&commands.EffectPushed != 0 { // its own line goes right after its reply
+			s.mu.Lock()
+			s.takePushedLocked()
+			s.mu.Unlock()
 		}
 		if eff&commands.EffectProto != 0 {
 			s.w.proto = s.cs.Proto()
@@ -345,8 +360,8 @@ func (s *session) finish() error {
 func (s *session) idleDeadline() time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.idleTimeout <= 0 || !s.waiting {
-		return time.Time{}
+	if s.idleTimeout <= 0 || !s.waiting || s.snap.Monitor {
+		return time.Time{} // as in Redis, a monitor never times out
 	}
 	return s.idleSince.Add(s.idleTimeout)
 }
@@ -355,7 +370,7 @@ func (s *session) idleDeadline() time.Time {
 // nothing pending, for Config.IdleTimeout at now. Any goroutine.
 func (s *session) expireIdle(now time.Time) {
 	s.mu.Lock()
-	expired := s.idleTimeout > 0 && s.waiting && !s.closed && now.Sub(s.idleSince) >= s.idleTimeout
+	expired := s.idleTimeout > 0 && s.waiting && !s.closed && !s.snap.Monitor && now.Sub(s.idleSince) >= s.idleTimeout
 	if expired {
 		s.closed, s.closeErr, s.waiting = true, errIdleTimeout, false
 		s.drv.shutSocket() // under s.mu: the driver closes the socket only once closed is set
@@ -418,6 +433,52 @@ func (s *session) complete(p *pausedReply, write func(commands.Writer)) {
 	drv := s.drv
 	s.mu.Unlock()
 	drv.wake()
+}
+
+// takePushedLocked moves the pushed lines to the replies to send, unless
+// the connection is ending or maxBatchReply bytes wait to be sent already:
+// then they wait in pushed, bounded by pushLimit. s.mu is held.
+func (s *session) takePushedLocked() {
+	if len(s.pushed) == 0 || s.end != nil || len(s.w.ready()) >= maxBatchReply {
+		return
+	}
+	s.w.raw(s.pushed)
+	s.pushed = s.pushed[:0]
+	if cap(s.pushed) > maxKeptReplyBuf {
+		s.pushed = nil // grown for a backlog
+	}
+}
+
+// push queues line to be sent after the replies written so far, and wakes
+// the driver if it is the first line waiting (the driver takes every line
+// waiting when it next runs). A client that leaves more than pushLimit
+// bytes waiting is closed. Any goroutine; it reports whether the session is
+// still open.
+func (s *session) push(line []byte) bool {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return false
+	}
+	if len(s.pushed)+len(line) > s.pushLimit {
+		s.closed, s.closeErr, s.waiting = true, errPushBacklog, false
+		s.pushed = nil
+		s.drv.shutSocket()
+		drv := s.drv
+		s.mu.Unlock()
+		drv.wake()
+		s.srv.log.Warn("server: closed a client that read its pushed output (MONITOR) too slowly",
+			"id", s.id, "addr", s.addr, "limit", s.pushLimit)
+		return false
+	}
+	first := len(s.pushed) == 0
+	s.pushed = append(s.pushed, line...)
+	drv := s.drv
+	s.mu.Unlock()
+	if first {
+		drv.wake()
+	}
+	return true
 }
 
 // setDriver hands the session to drv, unless it was closed meanwhile.

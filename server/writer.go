@@ -48,6 +48,7 @@ var (
 	_ commands.Writer        = (*replyWriter)(nil)
 	_ commands.Pauser        = (*replyWriter)(nil)
 	_ commands.ProtoSwitcher = (*replyWriter)(nil)
+	_ commands.Pusher        = (*replyWriter)(nil)
 )
 
 // begin marks the start of a command's reply.
@@ -114,6 +115,10 @@ func (w *replyWriter) Pause() func(write func(commands.Writer)) {
 	}
 	return func(write func(commands.Writer)) { s.complete(p, write) }
 }
+
+// Push implements commands.Pusher: unlike the other methods, it may be
+// called from any goroutine.
+func (w *replyWriter) Push(line []byte) bool { return w.sess.push(line) }
 
 // applyCompleted writes, in order, the paused replies at the head of the
 // line whose commands have completed.
