@@ -1,0 +1,55 @@
+package config
+
+import "strings"
+
+// stateKey is a limit's key in the engine (see the package doc):
+// "rls:" family ":" domain, then "|" key "=" value for each entry, each
+// part escaped; a share_threshold entry's value is its pattern, whose
+// '*' alone is left unescaped.
+func stateKey(a Algorithm, domain string, entries []Entry, patterns []string) string {
+	var b strings.Builder
+	b.WriteString("rls:")
+	b.WriteString(familyName(a))
+	b.WriteByte(':')
+	escape(&b, domain)
+	for i, e := range entries {
+		b.WriteByte('|')
+		escape(&b, e.Key)
+		b.WriteByte('=')
+		if patterns != nil && patterns[i] != "" {
+			escape(&b, strings.TrimSuffix(patterns[i], "*"))
+			b.WriteByte('*')
+		} else {
+			escape(&b, e.Value)
+		}
+	}
+	return b.String()
+}
+
+// familyName is the engine family's short name for the algorithm.
+func familyName(a Algorithm) string {
+	switch a {
+	case SlidingWindow:
+		return "sw"
+	case SlidingCounter:
+		return "swc"
+	case GCRA:
+		return "cl"
+	}
+	return "fw"
+}
+
+// escape writes s with the key's separators and '%' escaped as %XX, so
+// that the parts of a key can be told apart.
+func escape(b *strings.Builder, s string) {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '%', '|', '=', '*':
+			b.WriteByte('%')
+			b.WriteByte("0123456789ABCDEF"[c>>4])
+			b.WriteByte("0123456789ABCDEF"[c&15])
+		default:
+			b.WriteByte(c)
+		}
+	}
+}
