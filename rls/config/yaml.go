@@ -384,4 +384,3 @@ func (d *decoder) uint32(n *yaml.Node) uint32 {
 	d.typeError(n, "uint32")
 	return 0
 }
-
