@@ -66,7 +66,7 @@ func (c *Config) Match(domain string, entries []Entry) (limit *Limit, key string
 	if limit == nil {
 		return nil, ""
 	}
-	fullKey := limit.FullKey
+	var fullKey string
 	switch {
 	case limit.DetailedMetric && patterns != nil:
 		var b strings.Builder
