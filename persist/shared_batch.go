@@ -59,9 +59,9 @@ func (s *Shared) run() {
 		}
 		// An op retried past its deadline waits no more.
 		live := ops[:0]
-		now := time.Now()
+		now := s.clock.local()
 		for _, op := range ops {
-			if now.After(op.deadline) {
+			if now > op.deadline {
 				s.timedOut(op)
 				continue
 			}
@@ -172,19 +172,19 @@ func (s *Shared) round(ops []*sharedOp) (retry []*sharedOp) {
 		replies, errs := runCAS(ctx, s.client, calls)
 		result <- outcome{replies, errs, sent, s.clock.local()}
 	}()
-	start := time.Now()
+	start := sent
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
 		// Wait until the reply, the earliest deadline of an op not answered
 		// yet, or the round trip's own timeout.
-		next := start.Add(s.opts.Timeout)
+		next := start + s.opts.Timeout
 		for _, op := range ops {
-			if !op.answered && op.deadline.Before(next) {
+			if !op.answered && op.deadline < next {
 				next = op.deadline
 			}
 		}
-		timer.Reset(time.Until(next))
+		timer.Reset(next - s.clock.local())
 		select {
 		case out := <-result:
 			s.stats.roundTrips.Add(1)
@@ -199,16 +199,16 @@ func (s *Shared) round(ops []*sharedOp) (retry []*sharedOp) {
 			return nil
 		case <-timer.C:
 		}
-		if time.Since(start) >= s.opts.Timeout {
+		if s.clock.local()-start >= s.opts.Timeout {
 			s.markDown()
 			for _, op := range ops {
 				s.fallback(op)
 			}
 			return nil
 		}
-		now := time.Now()
+		now := s.clock.local()
 		for _, op := range ops {
-			if !op.answered && now.After(op.deadline) {
+			if !op.answered && now > op.deadline {
 				s.timedOut(op)
 			}
 		}
@@ -359,17 +359,16 @@ func (s *Shared) decideGroup(g *group, now int64) {
 		if len(op.keys) == 1 {
 			// No slice to build: the op decides on its key's record.
 			i := keyAt(g.keys, index, op.keys[0])
-			rec := states[i]
-			rec.Key = string(op.rules[0].Key)
-			op.at = max(now, newestTime(&rec))
+			// The record keeps the store's key: Decide names keys by
+			// the rules.
+			recs := [1]engine.Record{states[i]}
+			op.at = max(now, newestTime(&recs[0]))
 			if foreign[i] {
 				op.err = engine.ErrWrongType
 				continue
 			}
-			recs := [1]engine.Record{rec}
 			op.d, op.err = engine.Decide(op.at, op.op, op.rules, recs[:], op.quantity)
 			op.state = recs[0]
-			recs[0].Key = op.keys[0]
 			states[i] = recs[0]
 			continue
 		}
@@ -379,7 +378,6 @@ func (s *Shared) decideGroup(g *group, now int64) {
 		for j, k := range op.keys {
 			i := keyAt(g.keys, index, k)
 			recs[j] = states[i]
-			recs[j].Key = string(op.rules[j].Key)
 			at = max(at, newestTime(&recs[j]))
 			wrong = wrong || foreign[i]
 		}
@@ -390,9 +388,7 @@ func (s *Shared) decideGroup(g *group, now int64) {
 		}
 		op.d, op.err = engine.Decide(at, op.op, op.rules, recs, op.quantity)
 		for j, k := range op.keys {
-			rec := recs[j]
-			rec.Key = k
-			states[keyAt(g.keys, index, k)] = rec
+			states[keyAt(g.keys, index, k)] = recs[j]
 		}
 	}
 	for i := range g.keys {
@@ -476,10 +472,12 @@ func (s *Shared) apply(callGroups [][]*group, replies []casReply, errs []error, 
 // cacheValue remembers key's value, evicting an arbitrary key when the
 // cache is full.
 func (s *Shared) cacheValue(key string, v storeValue) {
-	if _, ok := s.cache[key]; !ok && len(s.cache) >= s.opts.CacheKeys {
-		for k := range s.cache {
-			delete(s.cache, k)
-			break
+	if len(s.cache) >= s.opts.CacheKeys {
+		if _, ok := s.cache[key]; !ok {
+			for k := range s.cache {
+				delete(s.cache, k)
+				break
+			}
 		}
 	}
 	s.cache[key] = v

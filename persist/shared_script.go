@@ -188,10 +188,13 @@ func (c *casCall) command(ctx context.Context, name, script string) *redis.Cmd {
 	return cmd
 }
 
+// casCodes are the codes, boxed once: a string that is not a constant
+// where it is converted to an interface costs an allocation each time.
+var casCodes = [3][3]any{{"ak", "as", "ad"}, {"vk", "vs", "vd"}, {"tk", "ts", "td"}}
+
 // casCode is a key's code in the script's arguments: the kind expected and
-// the write. Constants, so that they cost no allocation as arguments.
-func casCode(kind, write string) string {
-	codes := [3][3]string{{"ak", "as", "ad"}, {"vk", "vs", "vd"}, {"tk", "ts", "td"}}
+// the write, as an argument that costs no allocation.
+func casCode(kind, write string) any {
 	var k, w int
 	switch kind {
 	case kindAbsent:
@@ -211,7 +214,7 @@ func casCode(kind, write string) string {
 	default:
 		panic("persist: bad write " + write)
 	}
-	return codes[k][w]
+	return casCodes[k][w]
 }
 
 // casReply is a script's reply: the store's time and, for each group, nil
