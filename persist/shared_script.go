@@ -118,6 +118,12 @@ const (
 type storeValue struct {
 	kind string
 	val  string
+	// tat, when num, is the value instead of val: a CL key's TAT that this
+	// instance wrote, whose value is its decimal (as strconv.FormatUint),
+	// kept as a number so that no string is made per decision and the
+	// script's argument is written from it.
+	tat uint64
+	num bool
 	// expireAtMs is when the key expires (PXAT); for a value read back,
 	// from the PTTL and the store's TIME; maxExpire when it has none.
 	expireAtMs int64
@@ -167,10 +173,10 @@ func (c *casCall) add(group []casKey) {
 		c.nkeys++
 		c.args = append(c.args, casCode(k.expected.kind, k.write))
 		if k.expected.kind == kindValue {
-			c.args = append(c.args, &k.expected.val)
+			c.args = append(c.args, k.expected.arg())
 		}
 		if k.write == writeSet {
-			c.args = append(c.args, &k.newVal.val, &k.newVal.expireAtMs)
+			c.args = append(c.args, k.newVal.arg(), &k.newVal.expireAtMs)
 		}
 	}
 	c.groups = append(c.groups, len(group))
@@ -186,6 +192,15 @@ func (c *casCall) command(ctx context.Context, name, script string) *redis.Cmd {
 	cmd := redis.NewCmd(ctx, argv...)
 	cmd.SetFirstKeyPos(3)
 	return cmd
+}
+
+// arg is a value as the script's argument, pointing into v: its string,
+// or its TAT, which go-redis writes in decimal.
+func (v *storeValue) arg() any {
+	if v.num {
+		return &v.tat
+	}
+	return &v.val
 }
 
 // casCodes are the codes, boxed once: a string that is not a constant
