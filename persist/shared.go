@@ -94,10 +94,7 @@ type Shared struct {
 
 	// cache is the value cache: the last value seen of each key in the
 	// store. Owned by the batcher goroutine.
-	cache map[string]storeValue
-	// byKey finds a round's group by key, emptied after each round. Owned
-	// by the batcher goroutine.
-	byKey map[string]int
+	cache *valueCache
 }
 
 // sharedOp is one queued operation.
@@ -170,7 +167,7 @@ func NewShared(client redis.UniversalClient, opts SharedOptions) *Shared {
 		cancel:  cancel,
 		clock:   newSharedClock(),
 		deny:    denyCache{m: make(map[string]denyEntry), max: opts.CacheKeys},
-		cache:   make(map[string]storeValue),
+		cache:   newValueCache(opts.CacheKeys),
 	}
 }
 
@@ -433,7 +430,7 @@ func (s *Shared) storeUp() {
 	if !s.down.Load() {
 		return
 	}
-	s.cache = make(map[string]storeValue)
+	s.cache.reset()
 	s.deny.clear()
 	s.opts.Local.Flush(nil)
 	s.down.Store(false)

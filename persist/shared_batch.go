@@ -46,10 +46,10 @@ func (s *Shared) run() {
 			s.publish(pubs)
 		}
 		if all {
-			s.cache = make(map[string]storeValue)
+			s.cache.reset()
 		}
 		for _, k := range drop {
-			delete(s.cache, k)
+			s.cache.drop(k)
 		}
 		if s.down.Load() {
 			for _, op := range ops {
@@ -107,6 +107,9 @@ type group struct {
 	// finals are the keys' values once every op has been applied.
 	finals []storeValue
 	one    [1]*sharedOp // ops' room when it has one op, the common case
+	// slot is the key's entry in the value cache when the group is one
+	// key's (groupOps held it for the round), -1 otherwise.
+	slot int32
 }
 
 // round decides ops and sends one round trip; it returns the ops to decide
@@ -222,27 +225,24 @@ func (s *Shared) groupOps(ops []*sharedOp) []*group {
 			return groupLinked(ops)
 		}
 	}
-	// Every op has one key: a group per key, found in a map the batcher
-	// keeps from round to round.
-	if s.byKey == nil {
-		s.byKey = make(map[string]int)
-	}
-	byKey := s.byKey
-	defer clear(byKey)
+	// Every op has one key: a group per key, found by the key's entry in
+	// the value cache, which the round holds (one lookup per op in all).
+	c := s.cache
+	c.round++
 	slab := make([]group, 0, len(ops))
 	for _, op := range ops {
-		k := op.keys[0]
-		i, ok := byKey[k]
-		if !ok {
-			i = len(slab)
-			byKey[k] = i
-			slab = append(slab, group{keys: op.keys[:1:1]})
-			g := &slab[i]
-			g.one[0] = op
-			g.ops = g.one[:1]
+		slot := c.slot(op.keys[0])
+		e := &c.entries[slot]
+		if e.round == c.round {
+			g := &slab[e.group]
+			g.ops = append(g.ops, op)
 			continue
 		}
-		slab[i].ops = append(slab[i].ops, op)
+		e.round, e.group = c.round, int32(len(slab))
+		slab = append(slab, group{keys: op.keys[:1:1], slot: slot})
+		g := &slab[len(slab)-1]
+		g.one[0] = op
+		g.ops = g.one[:1]
 	}
 	groups := make([]*group, len(slab))
 	for i := range slab {
@@ -288,7 +288,7 @@ func groupLinked(ops []*sharedOp) []*group {
 		r := find(i)
 		g, ok := byRoot[r]
 		if !ok {
-			g = &group{}
+			g = &group{slot: -1}
 			byRoot[r] = g
 			groups = append(groups, g)
 		}
@@ -340,9 +340,11 @@ func (s *Shared) decideGroup(g *group, now int64) {
 		}
 	}
 	for i, k := range g.keys {
-		sv, ok := s.cache[k]
-		if !ok {
-			sv = storeValue{kind: kindAbsent}
+		var sv storeValue
+		if g.slot >= 0 {
+			sv = s.cache.entries[g.slot].val
+		} else {
+			sv = s.cache.get(k)
 		}
 		if sv.kind == kindValue && nowMs-boundMs > sv.expireAtMs {
 			// Gone in the store too, whatever the error of our clock.
@@ -432,9 +434,7 @@ func (s *Shared) apply(callGroups [][]*group, replies []casReply, errs []error, 
 			cur := r.current[gi]
 			if cur != nil {
 				s.stats.conflicts.Add(1)
-				for i, k := range g.keys {
-					s.cacheValue(k, cur[i])
-				}
+				s.cacheGroup(g, cur)
 				for _, op := range g.ops {
 					if !op.answered {
 						retry = append(retry, op)
@@ -442,9 +442,7 @@ func (s *Shared) apply(callGroups [][]*group, replies []casReply, errs []error, 
 				}
 				continue
 			}
-			for i, k := range g.keys {
-				s.cacheValue(k, g.finals[i])
-			}
+			s.cacheGroup(g, g.finals)
 			for _, op := range g.ops {
 				if op.answered {
 					continue
@@ -469,16 +467,13 @@ func (s *Shared) apply(callGroups [][]*group, replies []casReply, errs []error, 
 	return retry
 }
 
-// cacheValue remembers key's value, evicting an arbitrary key when the
-// cache is full.
-func (s *Shared) cacheValue(key string, v storeValue) {
-	if len(s.cache) >= s.opts.CacheKeys {
-		if _, ok := s.cache[key]; !ok {
-			for k := range s.cache {
-				delete(s.cache, k)
-				break
-			}
-		}
+// cacheGroup remembers the values of g's keys.
+func (s *Shared) cacheGroup(g *group, vals []storeValue) {
+	if g.slot >= 0 {
+		s.cache.entries[g.slot].val = vals[0]
+		return
 	}
-	s.cache[key] = v
+	for i, k := range g.keys {
+		s.cache.set(k, vals[i])
+	}
 }
