@@ -37,6 +37,14 @@ func (cx *Context) await(w Writer, start func(finish func(write func(Writer)))) 
 	(<-ch)(w)
 }
 
+// erred counts an error answered by a command that finished later, as
+// tally.outcome counts one it sees written.
+func (t tally) erred() {
+	if t.m != nil {
+		t.m.stripes[t.stripe].errors.Add(1)
+	}
+}
+
 // chain orders the commands of one EXEC that finish later: last is closed
 // once the latest of them has finished.
 type chain struct{ last chan struct{} }

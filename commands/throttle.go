@@ -34,6 +34,14 @@ func clThrottle(cx *Context, w Writer, args [][]byte) {
 
 	// >> Operation
 	if st := cx.store(); st != nil {
+		if p := AsPauser(w); p != nil && cx.chain == nil {
+			// await's path without its closures: one object carries the
+			// command from the store's answer to its reply.
+			cx.later = true
+			l := &throttleLater{t: cx.tally(), complete: p.Pause()}
+			st.Throttle(args[1], quota, nums[3], l.done)
+			return
+		}
 		t, key := cx.tally(), args[1]
 		cx.await(w, func(finish func(func(Writer))) {
 			st.Throttle(key, quota, nums[3], func(res engine.Result, err error) {
@@ -72,4 +80,26 @@ func writeResult(t tally, w Writer, r engine.Result) {
 	w.WriteInt(r.Remaining)
 	w.WriteInt(r.RetryAfter)
 	w.WriteInt(r.ResetAfter)
+}
+
+// throttleLater is a paused CL.THROTTLE in shared mode, from the store's
+// answer (done, on any goroutine) to its reply (write, on the connection's
+// driver), counted as await counts it.
+type throttleLater struct {
+	t        tally
+	complete func(write func(Writer))
+	res      engine.Result
+	err      error
+}
+
+func (l *throttleLater) done(res engine.Result, err error) {
+	l.res, l.err = res, err
+	l.complete(l.write)
+}
+
+func (l *throttleLater) write(w Writer) {
+	if l.err != nil {
+		l.t.erred()
+	}
+	writeThrottle(l.t, w, l.res, l.err)
 }

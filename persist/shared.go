@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/cellserver/cellserver/engine"
 	"github.com/redis/go-redis/v9"
@@ -86,16 +88,13 @@ type Shared struct {
 	pubsub *redis.PubSub
 
 	down  atomic.Bool
-	clock sharedClock
+	clock *sharedClock
 	deny  denyCache
 	stats sharedCounters
 
 	// cache is the value cache: the last value seen of each key in the
 	// store. Owned by the batcher goroutine.
-	cache map[string]storeValue
-	// byKey finds a round's group by key, emptied after each round. Owned
-	// by the batcher goroutine.
-	byKey map[string]int
+	cache *valueCache
 }
 
 // sharedOp is one queued operation.
@@ -104,7 +103,12 @@ type sharedOp struct {
 	rules    []engine.Rule // keys copied from the caller's
 	keys     []string      // the store's keys (prefixed)
 	quantity int64
-	deadline time.Time
+	deadline time.Duration // on the clock's local(): monotonic, one read per op
+
+	// rules' and keys' room for one rule, the common case: the op is then
+	// its only allocation but its key's.
+	rule1 [1]engine.Rule
+	key1  [1]string
 
 	onResult   func(engine.Result, error)   // Throttle
 	onDecision func(engine.Decision, error) // ThrottleWindow, ThrottleAll
@@ -163,7 +167,7 @@ func NewShared(client redis.UniversalClient, opts SharedOptions) *Shared {
 		cancel:  cancel,
 		clock:   newSharedClock(),
 		deny:    denyCache{m: make(map[string]denyEntry), max: opts.CacheKeys},
-		cache:   make(map[string]storeValue),
+		cache:   newValueCache(opts.CacheKeys),
 	}
 }
 
@@ -238,14 +242,17 @@ func (s *Shared) Close() error {
 // Throttle runs a CL.THROTTLE rule on key and calls done with redis-cell's
 // reply.
 func (s *Shared) Throttle(key []byte, q engine.GCRAQuota, quantity int64, done func(engine.Result, error)) {
-	op := &sharedOp{op: engine.OpThrottle, quantity: quantity, onResult: done,
-		rules: []engine.Rule{{Key: key, Family: engine.FamilyCL, GCRA: q}}}
+	op := &sharedOp{op: engine.OpThrottle, quantity: quantity, onResult: done}
+	op.rule1[0] = engine.Rule{Key: key, Family: engine.FamilyCL, GCRA: q}
+	op.rules = op.rule1[:]
 	s.submit(op)
 }
 
 // ThrottleWindow runs one SW, SWC or FW rule.
 func (s *Shared) ThrottleWindow(r engine.Rule, quantity int64, done func(engine.Decision, error)) {
-	op := &sharedOp{op: engine.OpWindow, quantity: quantity, onDecision: done, rules: []engine.Rule{r}}
+	op := &sharedOp{op: engine.OpWindow, quantity: quantity, onDecision: done}
+	op.rule1[0] = r
+	op.rules = op.rule1[:]
 	s.submit(op)
 }
 
@@ -253,27 +260,42 @@ func (s *Shared) ThrottleWindow(r engine.Rule, quantity int64, done func(engine.
 // engine.ThrottleAll does. In a Redis Cluster the keys must share a hash
 // slot (ErrCrossSlot otherwise).
 func (s *Shared) ThrottleAll(rules []engine.Rule, quantity int64, done func(engine.Decision, error)) {
-	op := &sharedOp{op: engine.OpAll, quantity: quantity, onDecision: done,
-		rules: append([]engine.Rule(nil), rules...)}
+	op := &sharedOp{op: engine.OpAll, quantity: quantity, onDecision: done}
+	if len(rules) == 1 {
+		op.rule1[0] = rules[0]
+		op.rules = op.rule1[:]
+	} else {
+		op.rules = append([]engine.Rule(nil), rules...)
+	}
 	s.submit(op)
 }
 
 // submit validates op, answers it from the deny cache if it can, and
 // queues it for the batcher otherwise.
 func (s *Shared) submit(op *sharedOp) {
+	local := s.clock.local()
+	now := s.nowAt(local)
 	// Validation that does not depend on any key's state, answered at once.
-	absent := make([]engine.Record, len(op.rules))
-	if _, err := engine.Decide(s.now(), op.op, op.rules, absent, op.quantity); errors.Is(err, engine.ErrZeroRate) ||
-		errors.Is(err, engine.ErrNoRules) || errors.Is(err, engine.ErrDuplicateKey) {
+	if err := engine.Validate(now, op.op, op.rules, op.quantity); err != nil {
 		op.finish(engine.Decision{}, err)
 		return
 	}
-	// The caller's keys alias its request buffers.
-	op.keys = make([]string, len(op.rules))
+	// The caller's keys alias its request buffers: each becomes one string,
+	// the store's key (prefixed), and the rule's key a view of its end.
+	// Nothing writes a rule's key.
+	if len(op.rules) == 1 {
+		op.keys = op.key1[:]
+	} else {
+		op.keys = make([]string, len(op.rules))
+	}
 	for i := range op.rules {
-		k := string(op.rules[i].Key)
-		op.rules[i].Key = []byte(k)
-		op.keys[i] = s.opts.Prefix + k
+		var b strings.Builder
+		b.Grow(len(s.opts.Prefix) + len(op.rules[i].Key))
+		b.WriteString(s.opts.Prefix)
+		b.Write(op.rules[i].Key)
+		k := b.String()
+		op.keys[i] = k
+		op.rules[i].Key = unsafe.Slice(unsafe.StringData(k[len(s.opts.Prefix):]), len(k)-len(s.opts.Prefix))
 	}
 	if s.cluster && len(op.keys) > 1 {
 		slot := keySlot(op.keys[0])
@@ -285,13 +307,13 @@ func (s *Shared) submit(op *sharedOp) {
 		}
 	}
 	if !s.opts.NoDenyCache && op.op != engine.OpAll && !s.down.Load() {
-		if d, ok := s.deny.lookup(op, s.now()); ok {
+		if d, ok := s.deny.lookup(op, now); ok {
 			s.stats.denyHits.Add(1)
 			op.finish(d, nil)
 			return
 		}
 	}
-	op.deadline = time.Now().Add(s.opts.Timeout)
+	op.deadline = local + s.opts.Timeout
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -304,6 +326,14 @@ func (s *Shared) submit(op *sharedOp) {
 	case s.wake <- struct{}{}:
 	default:
 	}
+}
+
+// nowAt is now, the local clock being at local.
+func (s *Shared) nowAt(local time.Duration) int64 {
+	if s.opts.now != nil {
+		return s.opts.now()
+	}
+	return s.clock.at(local)
 }
 
 // now is the time decisions are made at: the store's clock as estimated
@@ -400,7 +430,7 @@ func (s *Shared) storeUp() {
 	if !s.down.Load() {
 		return
 	}
-	s.cache = make(map[string]storeValue)
+	s.cache.reset()
 	s.deny.clear()
 	s.opts.Local.Flush(nil)
 	s.down.Store(false)

@@ -46,10 +46,10 @@ func (s *Shared) run() {
 			s.publish(pubs)
 		}
 		if all {
-			s.cache = make(map[string]storeValue)
+			s.cache.reset()
 		}
 		for _, k := range drop {
-			delete(s.cache, k)
+			s.cache.drop(k)
 		}
 		if s.down.Load() {
 			for _, op := range ops {
@@ -59,9 +59,9 @@ func (s *Shared) run() {
 		}
 		// An op retried past its deadline waits no more.
 		live := ops[:0]
-		now := time.Now()
+		now := s.clock.local()
 		for _, op := range ops {
-			if now.After(op.deadline) {
+			if now > op.deadline {
 				s.timedOut(op)
 				continue
 			}
@@ -107,6 +107,9 @@ type group struct {
 	// finals are the keys' values once every op has been applied.
 	finals []storeValue
 	one    [1]*sharedOp // ops' room when it has one op, the common case
+	// slot is the key's entry in the value cache when the group is one
+	// key's (groupOps held it for the round), -1 otherwise.
+	slot int32
 }
 
 // round decides ops and sends one round trip; it returns the ops to decide
@@ -172,19 +175,19 @@ func (s *Shared) round(ops []*sharedOp) (retry []*sharedOp) {
 		replies, errs := runCAS(ctx, s.client, calls)
 		result <- outcome{replies, errs, sent, s.clock.local()}
 	}()
-	start := time.Now()
+	start := sent
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
 		// Wait until the reply, the earliest deadline of an op not answered
 		// yet, or the round trip's own timeout.
-		next := start.Add(s.opts.Timeout)
+		next := start + s.opts.Timeout
 		for _, op := range ops {
-			if !op.answered && op.deadline.Before(next) {
+			if !op.answered && op.deadline < next {
 				next = op.deadline
 			}
 		}
-		timer.Reset(time.Until(next))
+		timer.Reset(next - s.clock.local())
 		select {
 		case out := <-result:
 			s.stats.roundTrips.Add(1)
@@ -199,16 +202,16 @@ func (s *Shared) round(ops []*sharedOp) (retry []*sharedOp) {
 			return nil
 		case <-timer.C:
 		}
-		if time.Since(start) >= s.opts.Timeout {
+		if s.clock.local()-start >= s.opts.Timeout {
 			s.markDown()
 			for _, op := range ops {
 				s.fallback(op)
 			}
 			return nil
 		}
-		now := time.Now()
+		now := s.clock.local()
 		for _, op := range ops {
-			if !op.answered && now.After(op.deadline) {
+			if !op.answered && now > op.deadline {
 				s.timedOut(op)
 			}
 		}
@@ -222,27 +225,24 @@ func (s *Shared) groupOps(ops []*sharedOp) []*group {
 			return groupLinked(ops)
 		}
 	}
-	// Every op has one key: a group per key, found in a map the batcher
-	// keeps from round to round.
-	if s.byKey == nil {
-		s.byKey = make(map[string]int)
-	}
-	byKey := s.byKey
-	defer clear(byKey)
+	// Every op has one key: a group per key, found by the key's entry in
+	// the value cache, which the round holds (one lookup per op in all).
+	c := s.cache
+	c.round++
 	slab := make([]group, 0, len(ops))
 	for _, op := range ops {
-		k := op.keys[0]
-		i, ok := byKey[k]
-		if !ok {
-			i = len(slab)
-			byKey[k] = i
-			slab = append(slab, group{keys: op.keys[:1:1]})
-			g := &slab[i]
-			g.one[0] = op
-			g.ops = g.one[:1]
+		slot := c.slot(op.keys[0])
+		e := &c.entries[slot]
+		if e.round == c.round {
+			g := &slab[e.group]
+			g.ops = append(g.ops, op)
 			continue
 		}
-		slab[i].ops = append(slab[i].ops, op)
+		e.round, e.group = c.round, int32(len(slab))
+		slab = append(slab, group{keys: op.keys[:1:1], slot: slot})
+		g := &slab[len(slab)-1]
+		g.one[0] = op
+		g.ops = g.one[:1]
 	}
 	groups := make([]*group, len(slab))
 	for i := range slab {
@@ -288,7 +288,7 @@ func groupLinked(ops []*sharedOp) []*group {
 		r := find(i)
 		g, ok := byRoot[r]
 		if !ok {
-			g = &group{}
+			g = &group{slot: -1}
 			byRoot[r] = g
 			groups = append(groups, g)
 		}
@@ -340,9 +340,11 @@ func (s *Shared) decideGroup(g *group, now int64) {
 		}
 	}
 	for i, k := range g.keys {
-		sv, ok := s.cache[k]
-		if !ok {
-			sv = storeValue{kind: kindAbsent}
+		var sv storeValue
+		if g.slot >= 0 {
+			sv = s.cache.entries[g.slot].val
+		} else {
+			sv = s.cache.get(k)
 		}
 		if sv.kind == kindValue && nowMs-boundMs > sv.expireAtMs {
 			// Gone in the store too, whatever the error of our clock.
@@ -359,17 +361,16 @@ func (s *Shared) decideGroup(g *group, now int64) {
 		if len(op.keys) == 1 {
 			// No slice to build: the op decides on its key's record.
 			i := keyAt(g.keys, index, op.keys[0])
-			rec := states[i]
-			rec.Key = string(op.rules[0].Key)
-			op.at = max(now, newestTime(&rec))
+			// The record keeps the store's key: Decide names keys by
+			// the rules.
+			recs := [1]engine.Record{states[i]}
+			op.at = max(now, newestTime(&recs[0]))
 			if foreign[i] {
 				op.err = engine.ErrWrongType
 				continue
 			}
-			recs := [1]engine.Record{rec}
 			op.d, op.err = engine.Decide(op.at, op.op, op.rules, recs[:], op.quantity)
 			op.state = recs[0]
-			recs[0].Key = op.keys[0]
 			states[i] = recs[0]
 			continue
 		}
@@ -379,7 +380,6 @@ func (s *Shared) decideGroup(g *group, now int64) {
 		for j, k := range op.keys {
 			i := keyAt(g.keys, index, k)
 			recs[j] = states[i]
-			recs[j].Key = string(op.rules[j].Key)
 			at = max(at, newestTime(&recs[j]))
 			wrong = wrong || foreign[i]
 		}
@@ -390,9 +390,7 @@ func (s *Shared) decideGroup(g *group, now int64) {
 		}
 		op.d, op.err = engine.Decide(at, op.op, op.rules, recs, op.quantity)
 		for j, k := range op.keys {
-			rec := recs[j]
-			rec.Key = k
-			states[keyAt(g.keys, index, k)] = rec
+			states[keyAt(g.keys, index, k)] = recs[j]
 		}
 	}
 	for i := range g.keys {
@@ -436,9 +434,7 @@ func (s *Shared) apply(callGroups [][]*group, replies []casReply, errs []error, 
 			cur := r.current[gi]
 			if cur != nil {
 				s.stats.conflicts.Add(1)
-				for i, k := range g.keys {
-					s.cacheValue(k, cur[i])
-				}
+				s.cacheGroup(g, cur)
 				for _, op := range g.ops {
 					if !op.answered {
 						retry = append(retry, op)
@@ -446,9 +442,7 @@ func (s *Shared) apply(callGroups [][]*group, replies []casReply, errs []error, 
 				}
 				continue
 			}
-			for i, k := range g.keys {
-				s.cacheValue(k, g.finals[i])
-			}
+			s.cacheGroup(g, g.finals)
 			for _, op := range g.ops {
 				if op.answered {
 					continue
@@ -473,14 +467,13 @@ func (s *Shared) apply(callGroups [][]*group, replies []casReply, errs []error, 
 	return retry
 }
 
-// cacheValue remembers key's value, evicting an arbitrary key when the
-// cache is full.
-func (s *Shared) cacheValue(key string, v storeValue) {
-	if _, ok := s.cache[key]; !ok && len(s.cache) >= s.opts.CacheKeys {
-		for k := range s.cache {
-			delete(s.cache, k)
-			break
-		}
+// cacheGroup remembers the values of g's keys.
+func (s *Shared) cacheGroup(g *group, vals []storeValue) {
+	if g.slot >= 0 {
+		s.cache.entries[g.slot].val = vals[0]
+		return
 	}
-	s.cache[key] = v
+	for i, k := range g.keys {
+		s.cache.set(k, vals[i])
+	}
 }

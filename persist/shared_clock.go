@@ -2,6 +2,7 @@ package persist
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -15,11 +16,14 @@ const clockWindow = 16
 type sharedClock struct {
 	base time.Time // the monotonic origin of local()
 
-	mu      sync.Mutex // guards samples, next, offset, bound
+	mu      sync.Mutex // guards samples, next; serialises offset's and bound's stores
 	samples [clockWindow]clockSample
 	next    int
-	offset  int64 // store time − local(), ns
-	bound   int64 // ns; -1 before the first sample
+	// offset and bound are read without the lock, by every decision:
+	// offset is stored before bound, so a bound of 0 or more comes with
+	// its offset.
+	offset atomic.Int64 // store time − local(), ns
+	bound  atomic.Int64 // ns; -1 before the first sample
 }
 
 // clockSample is one round trip: the store's time minus the local clock at
@@ -29,8 +33,10 @@ type clockSample struct {
 	ok          bool
 }
 
-func newSharedClock() sharedClock {
-	return sharedClock{base: time.Now(), bound: -1}
+func newSharedClock() *sharedClock {
+	c := &sharedClock{base: time.Now()}
+	c.bound.Store(-1)
+	return c
 }
 
 // local is the monotonic clock, ns since base.
@@ -52,19 +58,20 @@ func (c *sharedClock) sample(sent, recv time.Duration, storeNs int64) {
 		}
 	}
 	// TIME has microseconds: the bound is never below one.
-	c.offset, c.bound = best.offset, best.rtt/2+1000
+	c.offset.Store(best.offset)
+	c.bound.Store(best.rtt/2 + 1000)
 }
 
 // now is the store's time as estimated, ns since the epoch; the local wall
 // clock before the first sample.
-func (c *sharedClock) now() int64 {
-	l := int64(c.local())
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.bound < 0 {
-		return c.base.UnixNano() + l
+func (c *sharedClock) now() int64 { return c.at(c.local()) }
+
+// at is now when local() is l.
+func (c *sharedClock) at(l time.Duration) int64 {
+	if c.bound.Load() < 0 {
+		return c.base.UnixNano() + int64(l)
 	}
-	return l + c.offset
+	return int64(l) + c.offset.Load()
 }
 
 // offsetAndBound returns the store's clock minus the local wall clock, and
@@ -72,10 +79,11 @@ func (c *sharedClock) now() int64 {
 func (c *sharedClock) offsetAndBound() (offset, bound int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.bound < 0 {
+	b := c.bound.Load()
+	if b < 0 {
 		return 0, -1
 	}
-	return c.offset - c.base.UnixNano(), c.bound
+	return c.offset.Load() - c.base.UnixNano(), b
 }
 
 // boundNs is the error bound, 0 before the first sample.

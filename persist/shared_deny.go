@@ -72,9 +72,8 @@ func (c *denyCache) lookup(op *sharedOp, now int64) (engine.Decision, bool) {
 		e.rule.Window != r.Window || op.quantity < e.quantity {
 		return engine.Decision{}, false
 	}
-	recs := []engine.Record{e.state}
-	recs[0].Key = string(r.Key)
-	d, err := engine.Decide(max(now, newestTime(&recs[0])), op.op, op.rules, recs, op.quantity)
+	recs := [1]engine.Record{e.state}
+	d, err := engine.Decide(max(now, newestTime(&recs[0])), op.op, op.rules, recs[:], op.quantity)
 	if err != nil || !d.Limited {
 		return engine.Decision{}, false
 	}

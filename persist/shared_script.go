@@ -118,6 +118,12 @@ const (
 type storeValue struct {
 	kind string
 	val  string
+	// tat, when num, is the value instead of val: a CL key's TAT that this
+	// instance wrote, whose value is its decimal (as strconv.FormatUint),
+	// kept as a number so that no string is made per decision and the
+	// script's argument is written from it.
+	tat uint64
+	num bool
 	// expireAtMs is when the key expires (PXAT); for a value read back,
 	// from the PTTL and the store's TIME; maxExpire when it has none.
 	expireAtMs int64
@@ -167,10 +173,10 @@ func (c *casCall) add(group []casKey) {
 		c.nkeys++
 		c.args = append(c.args, casCode(k.expected.kind, k.write))
 		if k.expected.kind == kindValue {
-			c.args = append(c.args, &k.expected.val)
+			c.args = append(c.args, k.expected.arg())
 		}
 		if k.write == writeSet {
-			c.args = append(c.args, &k.newVal.val, &k.newVal.expireAtMs)
+			c.args = append(c.args, k.newVal.arg(), &k.newVal.expireAtMs)
 		}
 	}
 	c.groups = append(c.groups, len(group))
@@ -188,10 +194,22 @@ func (c *casCall) command(ctx context.Context, name, script string) *redis.Cmd {
 	return cmd
 }
 
+// arg is a value as the script's argument, pointing into v: its string,
+// or its TAT, which go-redis writes in decimal.
+func (v *storeValue) arg() any {
+	if v.num {
+		return &v.tat
+	}
+	return &v.val
+}
+
+// casCodes are the codes, boxed once: a string that is not a constant
+// where it is converted to an interface costs an allocation each time.
+var casCodes = [3][3]any{{"ak", "as", "ad"}, {"vk", "vs", "vd"}, {"tk", "ts", "td"}}
+
 // casCode is a key's code in the script's arguments: the kind expected and
-// the write. Constants, so that they cost no allocation as arguments.
-func casCode(kind, write string) string {
-	codes := [3][3]string{{"ak", "as", "ad"}, {"vk", "vs", "vd"}, {"tk", "ts", "td"}}
+// the write, as an argument that costs no allocation.
+func casCode(kind, write string) any {
 	var k, w int
 	switch kind {
 	case kindAbsent:
@@ -211,7 +229,7 @@ func casCode(kind, write string) string {
 	default:
 		panic("persist: bad write " + write)
 	}
-	return codes[k][w]
+	return casCodes[k][w]
 }
 
 // casReply is a script's reply: the store's time and, for each group, nil

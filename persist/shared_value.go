@@ -20,7 +20,9 @@ func decodeValue(sv storeValue, key string, nowMs int64) (engine.Record, bool) {
 	case kindForeign:
 		return rec, false
 	}
-	if len(sv.val) > 0 && sv.val[0] == formatVersion {
+	if sv.num {
+		rec.Family, rec.TAT = engine.FamilyCL, sv.tat
+	} else if len(sv.val) > 0 && sv.val[0] == formatVersion {
 		if decodeState(sv.val, &rec) != nil {
 			return engine.Record{Key: key}, false
 		}
@@ -115,12 +117,17 @@ func (iv *initialValue) changed(rec *engine.Record) (storeValue, bool) {
 	switch {
 	case rec.Deleted || rec.Family == engine.FamilyNone:
 		return storeValue{kind: kindAbsent}, !iv.absent
-	case rec.Family == engine.FamilyCL && !iv.absent && rec.TAT == iv.tat && rec.ExpireAtMs == iv.expireAtMs:
-		return storeValue{}, false
+	case rec.Family == engine.FamilyCL:
+		if !iv.absent && rec.TAT == iv.tat && rec.ExpireAtMs == iv.expireAtMs {
+			return storeValue{}, false
+		}
+		// encodeValue's value, as a number.
+		return storeValue{kind: kindValue, tat: rec.TAT, num: true, expireAtMs: rec.ExpireAtMs}, true
 	}
+	// Another family's state, where the key was absent or a CL key.
 	v := encodeValue(rec)
 	if iv.absent {
 		return v, v.kind != kindAbsent
 	}
-	return v, v != storeValue{kind: kindValue, val: strconv.FormatUint(iv.tat, 10), expireAtMs: iv.expireAtMs}
+	return v, true
 }

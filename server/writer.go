@@ -34,6 +34,9 @@ type replyWriter struct {
 	// applies what completed during it).
 	paused bool
 	tmp    [64]byte // scratch for headers and text
+	// lastName is the name of the last command paused, lastRaw as the
+	// client sent it: a pipeline pauses the same command over and over.
+	lastRaw, lastName string
 }
 
 // pausedReply is the place of a paused command's reply.
@@ -106,7 +109,7 @@ func (w *replyWriter) SwitchProto(proto int) { w.proto = proto }
 
 // Pause implements commands.Pauser.
 func (w *replyWriter) Pause() func(write func(commands.Writer)) {
-	p := &pausedReply{at: len(w.out), proto: w.proto, name: commandName(w.sess.current)}
+	p := &pausedReply{at: len(w.out), proto: w.proto, name: w.pausedName()}
 	w.held = append(w.held, p)
 	s := w.sess
 	if !w.paused {
@@ -119,6 +122,19 @@ func (w *replyWriter) Pause() func(write func(commands.Writer)) {
 // Push implements commands.Pusher: unlike the other methods, it may be
 // called from any goroutine.
 func (w *replyWriter) Push(line []byte) bool { return w.sess.push(line) }
+
+// pausedName is commandName of the running command, without allocating
+// when it is the one paused last.
+func (w *replyWriter) pausedName() string {
+	args := w.sess.current
+	if len(args) == 0 {
+		return ""
+	}
+	if w.lastName == "" || string(args[0]) != w.lastRaw {
+		w.lastRaw, w.lastName = string(args[0]), commandName(args)
+	}
+	return w.lastName
+}
 
 // applyCompleted writes, in order, the paused replies at the head of the
 // line whose commands have completed.

@@ -1,0 +1,65 @@
+package persist
+
+import (
+	"fmt"
+	"testing"
+)
+
+// TestValueCache checks the value cache's bound, that the round under way
+// keeps the entries it holds, and that dropped entries are reused.
+func TestValueCache(t *testing.T) {
+	c := newValueCache(4)
+	val := func(i int) storeValue { return storeValue{kind: kindValue, val: fmt.Sprint(i), expireAtMs: maxExpire} }
+	for i := range 10 {
+		c.set(fmt.Sprint("k", i), val(i))
+		if len(c.index) > 4 {
+			t.Fatalf("%d keys cached, max 4", len(c.index))
+		}
+	}
+	for k, i := range c.index {
+		if c.entries[i].key != k || c.get(k) != val(int(k[1]-'0')) {
+			t.Fatalf("entry %d is %+v for %q", i, c.entries[i], k)
+		}
+	}
+	if got := c.get("k0"); got.kind != kindAbsent {
+		t.Fatalf("evicted k0 = %+v, want absent", got)
+	}
+	// A round holding 6 keys keeps them all, past the bound.
+	c.round++
+	var slots []int32
+	for i := range 6 {
+		s := c.slot(fmt.Sprint("r", i))
+		c.entries[s].round = c.round
+		c.entries[s].val = val(i)
+		slots = append(slots, s)
+	}
+	for i, s := range slots {
+		if e := c.entries[s]; e.key != fmt.Sprint("r", i) || e.val != val(i) {
+			t.Fatalf("held slot %d is %+v", s, e)
+		}
+	}
+	// After the round, an insert brings it back within the bound,
+	// reusing the entries freed.
+	c.round++
+	c.drop("r0")
+	if c.get("r0").kind != kindAbsent {
+		t.Fatal("r0 still cached after drop")
+	}
+	n := len(c.entries)
+	c.slot("new")
+	if len(c.entries) != n {
+		t.Fatalf("the slab grew to %d entries with free ones", len(c.entries))
+	}
+	if len(c.index) > 4 {
+		t.Fatalf("%d keys cached after the round, max 4", len(c.index))
+	}
+	for k, i := range c.index {
+		if !c.entries[i].live || c.entries[i].key != k {
+			t.Fatalf("index %q -> %+v", k, c.entries[i])
+		}
+	}
+	c.reset()
+	if len(c.index) != 0 || c.get("new").kind != kindAbsent {
+		t.Fatal("reset kept keys")
+	}
+}
