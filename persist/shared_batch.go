@@ -375,17 +375,19 @@ func (s *Shared) decideGroup(g *group, now int64) {
 			continue
 		}
 		recs := make([]engine.Record, len(op.keys))
+		wrong := make([]bool, len(op.keys))
 		at := now
-		wrong := false
+		anyWrong := false
 		for j, k := range op.keys {
 			i := keyAt(g.keys, index, k)
 			recs[j] = states[i]
 			at = max(at, newestTime(&recs[j]))
-			wrong = wrong || foreign[i]
+			wrong[j] = foreign[i]
+			anyWrong = anyWrong || foreign[i]
 		}
 		op.at = at
-		if wrong {
-			op.err = engine.ErrWrongType
+		if anyWrong {
+			op.err = foreignRuleError(op, recs, wrong)
 			continue
 		}
 		op.d, op.err = engine.Decide(at, op.op, op.rules, recs, op.quantity)
@@ -476,4 +478,21 @@ func (s *Shared) cacheGroup(g *group, vals []storeValue) {
 	for i, k := range g.keys {
 		s.cache.set(k, vals[i])
 	}
+}
+
+// foreignRuleError is the error of a THROTTLE.ALL some of whose keys hold
+// another application's value (wrong[j]): the first rule in order that
+// fails, as the engine judges them (the key's family, then a negative
+// quantity), so that the reply names the same rule as in memory.
+func foreignRuleError(op *sharedOp, recs []engine.Record, wrong []bool) error {
+	for j, r := range op.rules {
+		live := recs[j].Family != engine.FamilyNone && !recs[j].Deleted
+		if wrong[j] || live && recs[j].Family != r.Family {
+			return &engine.RuleWrongTypeError{Rule: j}
+		}
+		if op.quantity < 0 && r.Family != engine.FamilyCL {
+			return engine.ErrNegativeQuantity
+		}
+	}
+	return engine.ErrWrongType
 }
