@@ -81,7 +81,6 @@ func readReply(r *bufio.Reader, out *strings.Builder) error {
 	return nil
 }
 
-
 // TestRunSharedBadInput: every bad input gets the same reply, byte for byte,
 // from a shared-mode instance as from a memory-mode one, and nothing a
 // refused call would have created is written to the store: not by an
