@@ -30,6 +30,9 @@ type Options struct {
 	// Ready reports whether start-up is done (the backing store loaded), for
 	// /readyz; nil means ready from the start.
 	Ready func() bool
+	// Collectors are registered beside cellserver's own (the rate limit
+	// service's, package rls).
+	Collectors []prometheus.Collector
 }
 
 // Sample is one figure a hook (Options.Persistence) reports.
@@ -58,7 +61,8 @@ type Histogram struct {
 
 // NewHandler returns the HTTP handler for the metrics address: GET /metrics
 // in Prometheus's text format, from a registry of its own holding
-// NewCollector(opts) and the Go runtime's and the process's collectors;
+// NewCollector(opts), opts.Collectors, and the Go runtime's and the
+// process's collectors;
 // /healthz, 200 "ok" as long as the process serves it; /readyz, 200 "ready"
 // once opts.Ready says so and 503 before.
 func NewHandler(opts Options) http.Handler {
@@ -68,6 +72,7 @@ func NewHandler(opts Options) http.Handler {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
+	reg.MustRegister(opts.Collectors...)
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {

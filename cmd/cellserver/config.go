@@ -57,6 +57,14 @@ type config struct {
 	slowlogMaxLen     int
 	metricsAddr       string
 
+	// Envoy's rate limit service: off while rlsAddr is empty. Empty
+	// header names and a zero timeout are rls.Options's defaults.
+	rlsAddr                                            string
+	rlsConfig                                          string
+	rlsResponseHeaders                                 bool
+	rlsLimitHeader, rlsRemainingHeader, rlsResetHeader string
+	rlsTimeout                                         time.Duration
+
 	// command is what to run: "" to serve, commandPing for the health check.
 	command string
 }
@@ -152,7 +160,14 @@ func parseConfig(args []string, env func(string) string, stderr io.Writer) (conf
 		{"maxmemory", "CELLSERVER_MAXMEMORY", "bound on the keyspace's estimated size in `bytes` (100mb, 1gb, ...); the keys that expire soonest are evicted first; 0 for none", (*sizeValue)(&cfg.maxmemory)},
 		{"slowlog-log-slower-than", "CELLSERVER_SLOWLOG_LOG_SLOWER_THAN", "`microseconds` from which a command enters the slow log; 0 logs every command, negative none", (*int64Value)(&cfg.slowlogSlowerThan)},
 		{"slowlog-max-len", "CELLSERVER_SLOWLOG_MAX_LEN", "`count` of slow log entries kept", (*nonNegativeInt)(&cfg.slowlogMaxLen)},
-		{"metrics-addr", "CELLSERVER_METRICS_ADDR", "`host:port` serving /metrics, /healthz and /readyz over HTTP; empty for none", (*stringValue)(&cfg.metricsAddr)},
+		{"metrics-addr", "CELLSERVER_METRICS_ADDR", "`host:port` serving /metrics, /healthz and /readyz over HTTP (and /json with --rls-addr); empty for none", (*stringValue)(&cfg.metricsAddr)},
+		{"rls-addr", "CELLSERVER_RLS_ADDR", "`host:port` serving Envoy's rate limit service (gRPC, RLS v3; TLS with --tls-cert-file); empty for none", (*stringValue)(&cfg.rlsAddr)},
+		{"rls-config", "CELLSERVER_RLS_CONFIG", "`path` of the rate limit service's configuration (envoyproxy/ratelimit's YAML), reloaded when it changes and on SIGHUP", (*stringValue)(&cfg.rlsConfig)},
+		{"rls-response-headers", "CELLSERVER_RLS_RESPONSE_HEADERS", "add the RateLimit-Limit, -Remaining and -Reset headers to the rate limit service's responses (true or false)", (*boolValue)(&cfg.rlsResponseHeaders)},
+		{"rls-limit-header", "CELLSERVER_RLS_LIMIT_HEADER", "`name` of the header giving the limit (default RateLimit-Limit)", (*stringValue)(&cfg.rlsLimitHeader)},
+		{"rls-remaining-header", "CELLSERVER_RLS_REMAINING_HEADER", "`name` of the header giving the remaining requests (default RateLimit-Remaining)", (*stringValue)(&cfg.rlsRemainingHeader)},
+		{"rls-reset-header", "CELLSERVER_RLS_RESET_HEADER", "`name` of the header giving the seconds until the limit resets (default RateLimit-Reset)", (*stringValue)(&cfg.rlsResetHeader)},
+		{"rls-timeout", "CELLSERVER_RLS_TIMEOUT", "longest `duration` a rate limit service request may take, the shared store's wait included (default 1s)", (*durationValue)(&cfg.rlsTimeout)},
 	}
 
 	fs := flag.NewFlagSet("cellserver", flag.ContinueOnError)
@@ -220,6 +235,16 @@ func parseConfig(args []string, env func(string) string, stderr io.Writer) (conf
 			fmt.Fprintf(stderr, "cellserver: invalid --metrics-addr %q: %v\n", cfg.metricsAddr, err)
 			return cfg, errUsage
 		}
+	}
+	if cfg.rlsAddr != "" {
+		if err := (*addrValue)(new(string)).Set(cfg.rlsAddr); err != nil {
+			fmt.Fprintf(stderr, "cellserver: invalid --rls-addr %q: %v\n", cfg.rlsAddr, err)
+			return cfg, errUsage
+		}
+	}
+	if cfg.rlsAddr == "" && cfg.rlsConfig != "" {
+		fmt.Fprintf(stderr, "cellserver: --rls-config needs --rls-addr (CELLSERVER_RLS_ADDR)\n")
+		return cfg, errUsage
 	}
 	if cfg.backingRedis == "" && cfg.backingRequired {
 		fmt.Fprintf(stderr, "cellserver: --backing-required needs a backing Redis (--backing-redis or CELLSERVER_BACKING_REDIS)\n")

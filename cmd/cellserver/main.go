@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/cellserver/cellserver/commands"
 	"github.com/cellserver/cellserver/engine"
 	"github.com/cellserver/cellserver/metrics"
@@ -162,8 +164,18 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, ready chan<- net.A
 	// outage of the store must not take every instance out of service),
 	// or, with --backing-required, only loaded. Shared mode serves once
 	// started, the store reached or not.
+	rs, err := newRLS(cfg, eng, sh, tlsConfig, log)
+	if err != nil {
+		ln.Close()
+		log.Error("cannot start the rate limit service", "addr", cfg.rlsAddr, "err", err)
+		return exitError
+	}
+	var collectors []prometheus.Collector
+	if rs != nil {
+		collectors = append(collectors, rs.svc.Collector())
+	}
 	var serving atomic.Bool
-	ms, err := startMetrics(cfg.metricsAddr, metrics.NewHandler(metrics.Options{
+	ms, err := startMetrics(cfg.metricsAddr, rs.jsonHandler(metrics.NewHandler(metrics.Options{
 		Commands: cmds, Engine: eng, Host: srv, Ready: serving.Load,
 		Persistence: func() []metrics.Sample {
 			if b := loadedBacking.Load(); b != nil {
@@ -174,9 +186,11 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, ready chan<- net.A
 			}
 			return nil
 		},
-	}), log)
+		Collectors: collectors,
+	})), log)
 	if err != nil {
 		ln.Close()
+		rs.stop(ctx)
 		log.Error("cannot listen for metrics", "addr", cfg.metricsAddr, "err", err)
 		return exitError
 	}
@@ -187,6 +201,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, ready chan<- net.A
 	bk, err := openBacking(ctx, cfg, eng, log)
 	if err != nil {
 		ln.Close()
+		rs.stop(ctx)
 		if ctx.Err() != nil {
 			log.Info("stopped while loading the backing store")
 			return exitOK
@@ -200,6 +215,13 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, ready chan<- net.A
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
+	rs.start(cfg, log)
+	// The rate limit service stops before the engine and the store close.
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		defer cancel()
+		rs.stop(sctx)
+	}()
 	serving.Store(true)
 	log.Info("cellserver started", "addr", ln.Addr().String(), "shards", eng.Shards(), "version", version)
 	if ready != nil {

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"context"
+	"time"
+
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+
+	"github.com/cellserver/cellserver/rls"
+	rlsconfig "github.com/cellserver/cellserver/rls/config"
+)
+
+// The rate limit configuration, read by rls/config and adapted to what the
+// service needs (rls.Matcher).
+
+func loadRLSLimits(path string) (rls.Matcher, error) {
+	c, err := rlsconfig.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	return configMatcher{c}, nil
+}
+
+func watchRLSLimits(ctx context.Context, path string, every time.Duration, onChange func(rls.Matcher), onError func(error)) {
+	rlsconfig.Watch(ctx, path, every, func(c *rlsconfig.Config) { onChange(configMatcher{c}) }, onError)
+}
+
+// configMatcher adapts a *rlsconfig.Config to rls.Matcher.
+type configMatcher struct{ c *rlsconfig.Config }
+
+func (m configMatcher) Match(domain string, entries []rls.Entry) *rls.Limit {
+	es := make([]rlsconfig.Entry, len(entries))
+	for i, e := range entries {
+		es[i] = rlsconfig.Entry{Key: e.Key, Value: e.Value}
+	}
+	l, key := m.c.Match(domain, es)
+	if l == nil {
+		return nil
+	}
+	return &rls.Limit{
+		Name:            l.Name,
+		RequestsPerUnit: l.RequestsPerUnit,
+		Unit:            rlsv3.RateLimitResponse_RateLimit_Unit(l.Unit), // the proto's numbers
+		Unlimited:       l.Unlimited,
+		ShadowMode:      l.ShadowMode,
+		Replaces:        l.Replaces,
+		MetricKey:       l.FullKey,
+		DetailedMetric:  l.DetailedMetric || l.ValueToMetric,
+		Rule:            l.Rule([]byte(key)),
+	}
+}

@@ -1,0 +1,68 @@
+package rls
+
+import (
+	"sync/atomic"
+
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+
+	"github.com/cellserver/cellserver/engine"
+)
+
+// Entry is one key/value pair of a request's descriptor.
+type Entry struct{ Key, Value string }
+
+// Limit is what the service needs of one configured limit that a
+// descriptor matched. The configuration (package rls/config) is adapted to
+// it, so that this package neither parses nor watches configurations.
+type Limit struct {
+	// Name is the limit's name, reported in current_limit and matched by
+	// other limits' Replaces.
+	Name string
+	// RequestsPerUnit and Unit are reported in current_limit (and in the
+	// RateLimit-Limit header).
+	RequestsPerUnit uint32
+	Unit            rlsv3.RateLimitResponse_RateLimit_Unit
+	// Unlimited answers OK without counting.
+	Unlimited bool
+	// ShadowMode counts the hit but answers OK even when over the limit.
+	ShadowMode bool
+	// Replaces names limits that this one, when matched in the same
+	// request, makes the service ignore.
+	Replaces []string
+	// MetricKey is the limit's path in the configuration (domain and
+	// descriptor keys, with the values the configuration names), the
+	// descriptor label of its metrics.
+	MetricKey string
+	// DetailedMetric labels the metrics with the request's own values
+	// instead (detailed_metric, value_to_metric), within the service's
+	// bound on label sets.
+	DetailedMetric bool
+	// Rule is the engine rule for the matched key, its Key set.
+	Rule engine.Rule
+}
+
+// Matcher finds the limit for one descriptor: nil when none applies,
+// including when domain is unknown. It must be safe for concurrent use.
+type Matcher interface {
+	Match(domain string, entries []Entry) *Limit
+}
+
+// MatcherFunc is a function that is a Matcher.
+type MatcherFunc func(domain string, entries []Entry) *Limit
+
+// Match calls f.
+func (f MatcherFunc) Match(domain string, entries []Entry) *Limit { return f(domain, entries) }
+
+// limits holds the current Matcher, swapped whole on reload.
+type limits struct{ p atomic.Pointer[matcherBox] }
+
+type matcherBox struct{ m Matcher }
+
+func (l *limits) load() Matcher {
+	if b := l.p.Load(); b != nil {
+		return b.m
+	}
+	return nil
+}
+
+func (l *limits) store(m Matcher) { l.p.Store(&matcherBox{m}) }

@@ -1,0 +1,62 @@
+package rls
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// TestMetricSeriesBound: detailed_metric labels carry request values, yet
+// the series stop growing at MaxMetricSeries; the rest go to the overflow
+// series.
+func TestMetricSeriesBound(t *testing.T) {
+	detailed := fw("detailed", 1000, rlsv3.RateLimitResponse_RateLimit_MINUTE, time.Minute)
+	detailed.DetailedMetric = true
+	ts := startService(t, Options{Limits: testMatcher{{"test", []Entry{{"ip", ""}}, detailed}}})
+	for i := range MaxMetricSeries + 10 {
+		ts.call(t, &rlsv3.RateLimitRequest{Domain: "test", Descriptors: []*ratelimitv3.RateLimitDescriptor{desc("ip", fmt.Sprint(i))}})
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(ts.svc.Collector())
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	series := map[string]int{}
+	for _, f := range families {
+		series[f.GetName()] = len(f.GetMetric())
+		if f.GetName() == "cellserver_rls_requests_total" {
+			for _, m := range f.GetMetric() {
+				if m.GetLabel()[0].GetValue() == "ok" && m.GetCounter().GetValue() != MaxMetricSeries+10 {
+					t.Errorf("ok requests %v", m.GetCounter().GetValue())
+				}
+			}
+		}
+	}
+	if n := series["cellserver_rls_total_hits_total"]; n != MaxMetricSeries+1 {
+		t.Errorf("%d series, want %d", n, MaxMetricSeries+1)
+	}
+	if c := ts.svc.metrics.counters(seriesKey{"", OverflowLabel}); c.total.Load() != 10 {
+		t.Errorf("overflow series has %d hits, want 10", c.total.Load())
+	}
+}
+
+// TestReplaces: a matched limit that replaces another makes the request
+// ignore it.
+func TestReplaces(t *testing.T) {
+	minute := rlsv3.RateLimitResponse_RateLimit_MINUTE
+	premium := fw("premium", 100, minute, time.Minute)
+	premium.Replaces = []string{"per_user"}
+	limits := append(testLimits(), testRule{"test", []Entry{{"plan", "premium"}}, premium})
+	ts := startService(t, Options{Limits: limits})
+	for range 3 {
+		resp := ts.call(t, &rlsv3.RateLimitRequest{Domain: "test", Descriptors: []*ratelimitv3.RateLimitDescriptor{desc("user", "r"), desc("plan", "premium")}})
+		if resp.OverallCode != ok || resp.Statuses[0].CurrentLimit != nil {
+			t.Fatalf("replaced limit applied: %v", resp)
+		}
+	}
+}

@@ -1,0 +1,234 @@
+package rls
+
+import (
+	"context"
+	"math"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/cellserver/cellserver/engine"
+)
+
+const (
+	ok   = rlsv3.RateLimitResponse_OK
+	over = rlsv3.RateLimitResponse_OVER_LIMIT
+)
+
+// want is one descriptor's expected status: its code, its remaining, and
+// whether it has a current_limit.
+type want struct {
+	code      rlsv3.RateLimitResponse_Code
+	remaining uint32
+	limited   bool // has a current_limit
+}
+
+// step is one request of the statuses table and what each of its
+// descriptors must get. onePass marks the steps that only the engine's
+// single pass answers so (descriptors with different hits_addend values).
+type step struct {
+	name    string
+	req     *rlsv3.RateLimitRequest
+	want    []want
+	onePass bool
+}
+
+// TestShouldRateLimit runs the statuses table, in order, against one
+// server at one instant, and checks every descriptor's status.
+func TestShouldRateLimit(t *testing.T) {
+	ts := startService(t, Options{})
+	runSteps(t, ts, statusSteps(), false)
+	// The shadow-mode limit counted its first hit and saw the second over.
+	m := ts.svc.metrics.counters(seriesKey{"test", "shadow"})
+	if m.total.Load() != 2 || m.shadow.Load() != 1 || m.within.Load() != 1 {
+		t.Errorf("shadow metrics: total %d shadow %d within %d", m.total.Load(), m.shadow.Load(), m.within.Load())
+	}
+}
+
+func statusSteps() []step {
+	req := func(domain string, addend uint32, ds ...*ratelimitv3.RateLimitDescriptor) *rlsv3.RateLimitRequest {
+		return &rlsv3.RateLimitRequest{Domain: domain, HitsAddend: addend, Descriptors: ds}
+	}
+	return []step{
+		{"per value 1", req("test", 0, desc("user", "alice")), []want{{ok, 1, true}}, false},
+		{"per value 2", req("test", 0, desc("user", "alice")), []want{{ok, 0, true}}, false},
+		{"per value over", req("test", 0, desc("user", "alice")), []want{{over, 0, true}}, false},
+		{"another value", req("test", 0, desc("user", "bob")), []want{{ok, 1, true}}, false},
+		{"nested wildcard", req("test", 0, desc("user", "carol", "path", "/abc")), []want{{ok, 0, true}}, false},
+		{"nested wildcard over", req("test", 0, desc("user", "carol", "path", "/abc")), []want{{over, 0, true}}, false},
+		{"nested no match", req("test", 0, desc("user", "carol", "path", "/zzz")), []want{{ok, 0, false}}, false},
+		{"unlimited", req("test", 0, desc("unl", "1")), []want{{ok, math.MaxUint32, false}}, false},
+		{"unlimited again", req("test", 0, desc("unl", "1")), []want{{ok, math.MaxUint32, false}}, false},
+		{"shadow", req("test", 0, desc("shadow", "s")), []want{{ok, 0, true}}, false},
+		{"shadow over answers OK", req("test", 0, desc("shadow", "s")), []want{{ok, 0, true}}, false},
+		{"addend 2", req("test", 2, desc("api", "x")), []want{{ok, 1, true}}, false},
+		// api x cannot take 2 more: nothing is counted, dave keeps 2.
+		{"all or nothing", req("test", 2, desc("api", "x"), desc("user", "dave")), []want{{over, 1, true}, {ok, 2, true}}, false},
+		{"nothing was counted", req("test", 2, desc("user", "dave")), []want{{ok, 0, true}}, false},
+		{"addend 0 checks", req("test", 0, withAddend(desc("api", "x"), 0)), []want{{ok, 1, true}}, false},
+		{"addend 0 did not count", req("test", 0, desc("api", "x")), []want{{ok, 0, true}}, false},
+		{"descriptor addend wins", req("test", 5, withAddend(desc("user", "erin"), 1)), []want{{ok, 1, true}}, false},
+		{"mixed addends", req("test", 0, withAddend(desc("user", "gus"), 2), withAddend(desc("many", "m"), 7)), []want{{ok, 0, true}, {ok, 3, true}}, true},
+		{"mixed addends over", req("test", 0, withAddend(desc("user", "hal"), 1), withAddend(desc("many", "m"), 4)), []want{{ok, 2, true}, {over, 3, true}}, true},
+		{"mixed addends nothing counted", req("test", 0, withAddend(desc("user", "hal"), 2)), []want{{ok, 0, true}}, true},
+		{"same key twice sums", req("test", 0, desc("user", "frank"), desc("user", "frank")), []want{{ok, 0, true}, {ok, 0, true}}, false},
+		{"same key over", req("test", 0, desc("user", "frank")), []want{{over, 0, true}}, false},
+		{"no limit beside a limit", req("test", 0, desc("nothing", "here"), desc("user", "ivy")), []want{{ok, 0, false}, {ok, 1, true}}, false},
+		{"unknown domain", req("elsewhere", 0, desc("user", "alice"), desc("api", "x")), []want{{ok, 0, false}, {ok, 0, false}}, false},
+		{"cl burst", req("test", 3, desc("cl", "c")), []want{{ok, 0, true}}, false},
+		{"cl over", req("test", 0, desc("cl", "c")), []want{{over, 0, true}}, false},
+	}
+}
+
+// runSteps runs steps in order; shared skips the onePass steps (and its
+// windows are a day long).
+func runSteps(t *testing.T, ts *testService, steps []step, shared bool) {
+	longest := time.Minute
+	if shared {
+		longest = 24 * time.Hour
+	}
+	t.Helper()
+	for _, st := range steps {
+		if shared && st.onePass {
+			continue
+		}
+		resp := ts.call(t, st.req)
+		wantOverall := ok
+		for _, w := range st.want {
+			if w.code == over {
+				wantOverall = over
+			}
+		}
+		if resp.OverallCode != wantOverall || len(resp.Statuses) != len(st.want) {
+			t.Fatalf("%s: overall %v with %d statuses, want %v with %d: %v", st.name, resp.OverallCode, len(resp.Statuses), wantOverall, len(st.want), resp)
+		}
+		for i, w := range st.want {
+			s := resp.Statuses[i]
+			if s.Code != w.code || s.LimitRemaining != w.remaining || (s.CurrentLimit != nil) != w.limited {
+				t.Errorf("%s: status %d = %v, want %+v", st.name, i, s, w)
+			}
+			if w.limited && (s.DurationUntilReset == nil || s.DurationUntilReset.AsDuration() < 0 || s.DurationUntilReset.AsDuration() > longest) {
+				t.Errorf("%s: status %d duration_until_reset %v", st.name, i, s.DurationUntilReset)
+			}
+		}
+	}
+}
+
+// TestResponseHeaders: the RateLimit-* headers come from the descriptor
+// with the least remaining, under the names configured.
+func TestResponseHeaders(t *testing.T) {
+	ts := startService(t, Options{ResponseHeaders: true, ResetHeader: "X-Reset"})
+	resp := ts.call(t, &rlsv3.RateLimitRequest{Domain: "test", Descriptors: []*ratelimitv3.RateLimitDescriptor{desc("many", "h"), desc("user", "h")}})
+	got := map[string]string{}
+	for _, h := range resp.ResponseHeadersToAdd {
+		got[h.Key] = h.Value
+	}
+	if got["RateLimit-Limit"] != "2" || got["RateLimit-Remaining"] != "1" || got["X-Reset"] != "60" || len(got) != 3 {
+		t.Errorf("headers %v", got)
+	}
+	resp = ts.call(t, &rlsv3.RateLimitRequest{Domain: "test", Descriptors: []*ratelimitv3.RateLimitDescriptor{desc("nothing", "h")}})
+	if len(resp.ResponseHeadersToAdd) != 0 {
+		t.Errorf("headers without a limit: %v", resp.ResponseHeadersToAdd)
+	}
+}
+
+// TestConcurrentCallers: 50 callers at once on one descriptor of limit 10
+// are admitted exactly 10 times.
+func TestConcurrentCallers(t *testing.T) {
+	ts := startService(t, Options{})
+	var mu sync.Mutex
+	admitted := 0
+	var wg sync.WaitGroup
+	for range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := ts.client.ShouldRateLimit(context.Background(),
+				&rlsv3.RateLimitRequest{Domain: "test", Descriptors: []*ratelimitv3.RateLimitDescriptor{desc("many", "c")}})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if resp.OverallCode == ok {
+				mu.Lock()
+				admitted++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if admitted != 10 {
+		t.Errorf("admitted %d of 50, want 10", admitted)
+	}
+}
+
+// TestBadInput: requests no configuration can answer are refused with
+// InvalidArgument and a message that says why; none crashes the server.
+func TestBadInput(t *testing.T) {
+	ts := startService(t, Options{})
+	many := make([]*ratelimitv3.RateLimitDescriptor, MaxDescriptors+1)
+	for i := range many {
+		many[i] = desc("user", "u")
+	}
+	wide := desc()
+	for range MaxEntries + 1 {
+		wide.Entries = append(wide.Entries, desc("k", "v").Entries...)
+	}
+	cases := []struct {
+		name string
+		req  *rlsv3.RateLimitRequest
+		msg  string
+	}{
+		{"empty domain", &rlsv3.RateLimitRequest{Descriptors: []*ratelimitv3.RateLimitDescriptor{desc("a", "b")}}, "domain must not be empty"},
+		{"no descriptors", &rlsv3.RateLimitRequest{Domain: "test"}, "descriptor list must not be empty"},
+		{"no entries", &rlsv3.RateLimitRequest{Domain: "test", Descriptors: []*ratelimitv3.RateLimitDescriptor{desc()}}, "has no entries"},
+		{"empty key", &rlsv3.RateLimitRequest{Domain: "test", Descriptors: []*ratelimitv3.RateLimitDescriptor{desc("", "v")}}, "empty key"},
+		{"too many descriptors", &rlsv3.RateLimitRequest{Domain: "test", Descriptors: many}, "at most 64"},
+		{"too many entries", &rlsv3.RateLimitRequest{Domain: "test", Descriptors: []*ratelimitv3.RateLimitDescriptor{wide}}, "at most 32"},
+		{"NUL in a value", &rlsv3.RateLimitRequest{Domain: "test", Descriptors: []*ratelimitv3.RateLimitDescriptor{desc("user", "a\x00b")}}, "without NUL"},
+		{"NUL in the domain", &rlsv3.RateLimitRequest{Domain: "te\x00st", Descriptors: []*ratelimitv3.RateLimitDescriptor{desc("user", "a")}}, "without NUL"},
+		{"long value", &rlsv3.RateLimitRequest{Domain: "test", Descriptors: []*ratelimitv3.RateLimitDescriptor{desc("user", strings.Repeat("v", MaxEntryLen+1))}}, "longer than"},
+		{"huge addend", &rlsv3.RateLimitRequest{Domain: "test", Descriptors: []*ratelimitv3.RateLimitDescriptor{withAddend(desc("user", "a"), math.MaxUint64)}}, "hits_addend"},
+	}
+	for _, c := range cases {
+		_, err := ts.client.ShouldRateLimit(context.Background(), c.req)
+		if status.Code(err) != codes.InvalidArgument || !strings.Contains(status.Convert(err).Message(), c.msg) {
+			t.Errorf("%s: %v, want InvalidArgument with %q", c.name, err, c.msg)
+		}
+	}
+	// Invalid UTF-8 never leaves a Go client (protobuf refuses to encode
+	// it); a peer that sends it anyway is refused by the server's decoder,
+	// and the handler itself refuses it too.
+	_, err := ts.svc.ShouldRateLimit(context.Background(), &rlsv3.RateLimitRequest{Domain: "test", Descriptors: []*ratelimitv3.RateLimitDescriptor{desc("user", "\xff")}})
+	if status.Code(err) != codes.InvalidArgument {
+		t.Errorf("invalid UTF-8: %v", err)
+	}
+	// The server still answers.
+	if resp := ts.call(t, &rlsv3.RateLimitRequest{Domain: "test", Descriptors: []*ratelimitv3.RateLimitDescriptor{desc("user", "after")}}); resp.OverallCode != ok {
+		t.Errorf("after bad input: %v", resp)
+	}
+}
+
+// blockingDecider never decides: the request's deadline answers.
+type blockingDecider struct{}
+
+func (blockingDecider) DecideAll(ctx context.Context, _ []engine.Rule, _ []int64, _ []engine.Decision) (engine.Decision, error) {
+	<-ctx.Done()
+	return engine.Decision{}, ctx.Err()
+}
+
+// TestTimeout: a decision that does not come within Options.Timeout is
+// DeadlineExceeded.
+func TestTimeout(t *testing.T) {
+	ts := startService(t, Options{Decider: blockingDecider{}, Timeout: 20 * time.Millisecond})
+	_, err := ts.client.ShouldRateLimit(context.Background(), &rlsv3.RateLimitRequest{Domain: "test", Descriptors: []*ratelimitv3.RateLimitDescriptor{desc("user", "t")}})
+	if status.Code(err) != codes.DeadlineExceeded {
+		t.Errorf("got %v, want DeadlineExceeded", err)
+	}
+}
