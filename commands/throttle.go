@@ -34,7 +34,7 @@ func clThrottle(cx *Context, w Writer, args [][]byte) {
 
 	// >> Operation
 	if st := cx.store(); st != nil {
-		t, key := cx.tally(), args[1]
+		t, key := cx.tallyKey(args[1], engine.FamilyCL).detach(), args[1]
 		cx.await(w, func(finish func(func(Writer))) {
 			st.Throttle(key, quota, nums[3], func(res engine.Result, err error) {
 				finish(func(w Writer) { writeThrottle(t, w, res, err) })
@@ -45,7 +45,7 @@ func clThrottle(cx *Context, w Writer, args [][]byte) {
 	res, err := cx.Engine().Throttle(cx.Tx, args[1], quota, nums[3])
 
 	// >> Response
-	writeThrottle(cx.tally(), w, res, err)
+	writeThrottle(cx.tallyKey(args[1], engine.FamilyCL), w, res, err)
 }
 
 // writeThrottle writes CL.THROTTLE's reply: its decision, or the reply to
