@@ -186,5 +186,5 @@ func throttleTop(cx *Context, w Writer, args [][]byte) {
 // readingCommands are the rate-limit commands that read what the limits
 // hold: SW.LOG and THROTTLE.TOP.
 func readingCommands() []*Command {
-	return []*Command{topCommand()}
+	return []*Command{swLogCommand(), topCommand()}
 }
