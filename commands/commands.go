@@ -67,6 +67,9 @@ type Commands struct {
 	// command, for INFO's total_error_replies.
 	unknown atomic.Int64
 
+	// refusals are the keys refused most often, for THROTTLE.TOP.
+	refusals *refusals
+
 	// workers are the commands running off the event loops against the
 	// Store (offload); Close waits for them.
 	workers sync.WaitGroup
@@ -106,6 +109,11 @@ func New(opts Options) *Commands {
 		opts.StoreTimeout = defaultStoreTimeout
 	}
 	c := &Commands{opts: opts, started: time.Now()}
+	now := time.Now
+	if opts.Engine != nil {
+		now = opts.Engine.Now
+	}
+	c.refusals = newRefusals(now)
 	c.table = newTable(c.all())
 	c.obs = c.newObserver()
 	return c
@@ -129,7 +137,7 @@ func (c *Commands) all() []*Command {
 	var cmds []*Command
 	for _, group := range [][]*Command{
 		throttleCommands(), windowCommands(), keyspaceCommands(), connectionCommands(),
-		c.transactionCommands(), c.serverCommands(),
+		c.transactionCommands(), c.serverCommands(), readingCommands(),
 	} {
 		cmds = append(cmds, group...)
 	}

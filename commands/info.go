@@ -153,6 +153,11 @@ func infoStats(b *strings.Builder, cx *Context) {
 		cx.Engine().ExpiredKeys(), cx.Engine().EvictedKeys(), errors)
 	allowed, limited := c.decisions()
 	fmt.Fprintf(b, "throttle_allowed_calls:%d\r\nthrottle_limited_calls:%d\r\n", allowed, limited)
+	// Distinct keys refused, estimated (1.6% standard error) over the
+	// current and previous minute, and hour: see THROTTLE.TOP.
+	r := c.refusals
+	fmt.Fprintf(b, "throttle_refused_keys_1m:%d\r\nthrottle_refused_keys_1h:%d\r\n",
+		r.distinct(r.minute), r.distinct(r.hour))
 }
 
 func infoReplication(b *strings.Builder, _ *Context) {

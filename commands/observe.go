@@ -1,11 +1,14 @@
 package commands
 
 import (
+	"bytes"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/cellserver/cellserver/engine"
 )
 
 // latencyBounds are the upper bounds of the latency histogram's buckets:
@@ -197,10 +200,49 @@ func (c *Commands) observe(cx *Context, o *observer, cmd *Command, args [][]byte
 type tally struct {
 	m      *commandMetrics // nil: not counted
 	stripe int
+
+	// What a refusal is recorded under, for THROTTLE.TOP: key, of family,
+	// or each of rules' keys (THROTTLE.ALL); nothing when refusals is nil.
+	// key and rules alias the request until detach copies them.
+	refusals *refusals
+	key      []byte
+	family   engine.Family
+	rules    []engine.Rule
 }
 
 // tally returns the running command's tally.
-func (cx *Context) tally() tally { return tally{cx.metrics, cx.stripe} }
+func (cx *Context) tally() tally { return tally{m: cx.metrics, stripe: cx.stripe} }
+
+// tallyKey returns the running command's tally for a decision on key, of
+// family f, whose refusal THROTTLE.TOP records.
+func (cx *Context) tallyKey(key []byte, f engine.Family) tally {
+	t := cx.tally()
+	t.refusals, t.key, t.family = cx.cmds.refusals, key, f
+	return t
+}
+
+// tallyRules returns the running command's tally for a decision on rules
+// (THROTTLE.ALL), whose refusal THROTTLE.TOP records under every rule's
+// key: which rule refused is not known.
+func (cx *Context) tallyRules(rules []engine.Rule) tally {
+	t := cx.tally()
+	t.refusals, t.rules = cx.cmds.refusals, rules
+	return t
+}
+
+// detach copies the keys the tally holds, for a decision answered after
+// the request's buffer may be reused (shared mode). It allocates.
+func (t tally) detach() tally {
+	t.key = bytes.Clone(t.key)
+	if t.rules != nil {
+		rules := make([]engine.Rule, len(t.rules))
+		for i, r := range t.rules {
+			rules[i] = engine.Rule{Key: bytes.Clone(r.Key), Family: r.Family}
+		}
+		t.rules = rules
+	}
+	return t
+}
 
 // decided counts the answer of a deciding command (CL.THROTTLE): allowed,
 // or limited. Its handler calls it as it writes the answer; observe counts
@@ -212,6 +254,14 @@ func (t tally) decided(limited bool) {
 		t.m.stripes[t.stripe].limited.Add(1)
 	default:
 		t.m.stripes[t.stripe].allowed.Add(1)
+	}
+	if limited && t.refusals != nil {
+		if t.rules == nil {
+			t.refusals.refused(t.key, t.family)
+		}
+		for _, r := range t.rules {
+			t.refusals.refused(r.Key, r.Family)
+		}
 	}
 }
 

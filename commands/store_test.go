@@ -48,6 +48,19 @@ func (f *fakeStore) Get(_ context.Context, key string) (engine.Value, bool, erro
 	return v, ok, nil
 }
 
+func (f *fakeStore) Record(_ context.Context, key string) (engine.Record, bool, error) {
+	v, ok := f.eng.Get(nil, []byte(key))
+	if !ok || v.Family != engine.FamilySW {
+		return engine.Record{Key: key, Family: v.Family}, ok, nil
+	}
+	rec := engine.Record{Key: key, Family: engine.FamilySW}
+	log, err := f.eng.SWLog(nil, []byte(key), 0, engine.MaxWindowLimit)
+	for _, e := range log {
+		rec.Log, rec.Quantities = append(rec.Log, e.At), append(rec.Quantities, e.Quantity)
+	}
+	return rec, true, err
+}
+
 func (f *fakeStore) PTTL(_ context.Context, key string) (int64, error) {
 	return f.eng.PTTL(nil, []byte(key)), nil
 }

@@ -34,15 +34,16 @@ func clThrottle(cx *Context, w Writer, args [][]byte) {
 
 	// >> Operation
 	if st := cx.store(); st != nil {
+		t := cx.tallyKey(args[1], engine.FamilyCL).detach()
 		if p := AsPauser(w); p != nil && cx.chain == nil {
 			// await's path without its closures: one object carries the
 			// command from the store's answer to its reply.
 			cx.later = true
-			l := &throttleLater{t: cx.tally(), complete: p.Pause()}
+			l := &throttleLater{t: t, complete: p.Pause()}
 			st.Throttle(args[1], quota, nums[3], l.done)
 			return
 		}
-		t, key := cx.tally(), args[1]
+		key := args[1]
 		cx.await(w, func(finish func(func(Writer))) {
 			st.Throttle(key, quota, nums[3], func(res engine.Result, err error) {
 				finish(func(w Writer) { writeThrottle(t, w, res, err) })
@@ -53,7 +54,7 @@ func clThrottle(cx *Context, w Writer, args [][]byte) {
 	res, err := cx.Engine().Throttle(cx.Tx, args[1], quota, nums[3])
 
 	// >> Response
-	writeThrottle(cx.tally(), w, res, err)
+	writeThrottle(cx.tallyKey(args[1], engine.FamilyCL), w, res, err)
 }
 
 // writeThrottle writes CL.THROTTLE's reply: its decision, or the reply to

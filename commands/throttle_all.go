@@ -74,7 +74,7 @@ func throttleAll(cx *Context, w Writer, args [][]byte) {
 	// >> Operation
 	if st := cx.store(); st != nil {
 		rules := slices.Clone(a.rules) // the client's buffer is emptied on return
-		storeDecision(cx, w, a.millis, func(done func(engine.Decision, error)) {
+		storeDecision(cx, cx.tallyRules(rules), w, a.millis, func(done func(engine.Decision, error)) {
 			st.ThrottleAll(rules, a.quantity, done)
 		})
 		return
@@ -82,7 +82,7 @@ func throttleAll(cx *Context, w Writer, args [][]byte) {
 	d, err := cx.Engine().ThrottleAll(cx.Tx, a.rules, a.quantity)
 
 	// >> Response
-	writeDecision(cx.tally(), w, d, err, a.millis)
+	writeDecision(cx.tallyRules(a.rules), w, d, err, a.millis)
 }
 
 // throttleAllKeys returns THROTTLE.ALL's keys, one per rule, or none when

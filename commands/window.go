@@ -59,8 +59,9 @@ func windowThrottle(f engine.Family, name string) Handler {
 
 		// >> Operation
 		rule := engine.Rule{Key: args[1], Family: f, Window: a.quota}
+		t := cx.tallyKey(args[1], f)
 		if st := cx.store(); st != nil {
-			storeDecision(cx, w, a.millis, func(done func(engine.Decision, error)) {
+			storeDecision(cx, t, w, a.millis, func(done func(engine.Decision, error)) {
 				st.ThrottleWindow(rule, a.quantity, done)
 			})
 			return
@@ -68,7 +69,7 @@ func windowThrottle(f engine.Family, name string) Handler {
 		d, err := cx.Engine().ThrottleWindow(cx.Tx, rule, a.quantity)
 
 		// >> Response
-		writeDecision(cx.tally(), w, d, err, a.millis)
+		writeDecision(t, w, d, err, a.millis)
 	}
 }
 
@@ -204,9 +205,9 @@ func writeDecision(t tally, w Writer, d engine.Decision, err error, millis bool)
 }
 
 // storeDecision sends a window or THROTTLE.ALL decision to the shared
-// store; its reply goes out when the store has decided.
-func storeDecision(cx *Context, w Writer, millis bool, decide func(done func(engine.Decision, error))) {
-	t := cx.tally()
+// store; its reply goes out when the store has decided, counted in t.
+func storeDecision(cx *Context, t tally, w Writer, millis bool, decide func(done func(engine.Decision, error))) {
+	t = t.detach()
 	cx.await(w, func(finish func(func(Writer))) {
 		decide(func(d engine.Decision, err error) {
 			finish(func(w Writer) { writeDecision(t, w, d, err, millis) })

@@ -6,6 +6,7 @@ package metrics
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -27,6 +28,10 @@ type Options struct {
 	// Persistence, if set, returns the backing store's figures at each
 	// scrape, each exported as cellserver_persist_<Name>.
 	Persistence func() []Sample
+	// TopKeys is how many of the keys refused most often (THROTTLE.TOP)
+	// to export, per window, as cellserver_top_refused_keys; 0 exports
+	// none. It bounds the series: at most 2*TopKeys.
+	TopKeys int
 	// Ready reports whether start-up is done (the backing store loaded), for
 	// /readyz; nil means ready from the start.
 	Ready func() bool
@@ -111,6 +116,10 @@ func NewCollector(opts Options) prometheus.Collector {
 	c.used = prometheus.NewDesc("cellserver_used_memory_bytes",
 		"The keyspace's estimated size, which maxmemory bounds (INFO's used_memory_dataset).", nil, nil)
 	c.maxmemory = prometheus.NewDesc("cellserver_maxmemory_bytes", "The maxmemory bound; 0 for none.", nil, nil)
+	c.topKeys = prometheus.NewDesc("cellserver_top_refused_keys",
+		"Refusals of the keys refused most often over the window (1m or 1h), estimated as THROTTLE.TOP does; "+
+			"only the top --metrics-top-keys keys of each window.",
+		[]string{"key", "family", "window"}, nil)
 	return c
 }
 
@@ -122,6 +131,7 @@ type collector struct {
 	connected, connections, rejected *prometheus.Desc
 	keys, expired, evicted           *prometheus.Desc
 	used, maxmemory                  *prometheus.Desc
+	topKeys                          *prometheus.Desc
 }
 
 // Describe sends every metric's descriptor. The persistence hook's figures
@@ -131,7 +141,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		return // an unchecked collector describes nothing
 	}
 	for _, d := range []*prometheus.Desc{c.commands, c.duration, c.connected, c.connections, c.rejected,
-		c.keys, c.expired, c.evicted, c.used, c.maxmemory} {
+		c.keys, c.expired, c.evicted, c.used, c.maxmemory, c.topKeys} {
 		ch <- d
 	}
 }
@@ -140,6 +150,9 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	if c.opts.Commands != nil {
 		c.collectCommands(ch)
+		if c.opts.TopKeys > 0 {
+			c.collectTopKeys(ch)
+		}
 	}
 	if h := c.opts.Host; h != nil {
 		st := h.Stats()
@@ -189,6 +202,28 @@ func (c *collector) collectCommands(ch chan<- prometheus.Metric) {
 			buckets[b.Seconds()] = cumulative
 		}
 		ch <- prometheus.MustNewConstHistogram(c.duration, calls, m.Sum.Seconds(), buckets, m.Name)
+	}
+}
+
+// collectTopKeys sends the keys refused most often in each window. A key
+// that is not UTF-8 is shown with U+FFFD for its bad bytes (Prometheus's
+// labels are UTF-8); should two keys then look alike, the first, more
+// refused, is sent.
+func (c *collector) collectTopKeys(ch chan<- prometheus.Metric) {
+	for _, w := range []struct {
+		name string
+		hour bool
+	}{{"1m", false}, {"1h", true}} {
+		seen := make(map[string]bool)
+		for _, k := range c.opts.Commands.TopRefused(c.opts.TopKeys, w.hour) {
+			key := strings.ToValidUTF8(k.Key, "\uFFFD")
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			ch <- prometheus.MustNewConstMetric(c.topKeys, prometheus.GaugeValue, float64(k.Refusals),
+				key, k.Family.Name(), w.name)
+		}
 	}
 }
 

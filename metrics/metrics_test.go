@@ -318,3 +318,47 @@ func TestTwoHandlers(t *testing.T) {
 		t.Errorf("b: %v keys", got)
 	}
 }
+
+// TestTopRefusedKeys: with TopKeys set, the keys refused most are gauges
+// by key, family and window, no more than TopKeys per window; without it,
+// none.
+func TestTopRefusedKeys(t *testing.T) {
+	r := newRig(t, 0, Options{TopKeys: 2})
+	for _, k := range []struct {
+		key  string
+		refs int
+	}{{"a", 3}, {"b", 2}, {"c", 1}, {"bad\xff", 4}} {
+		for range k.refs + 1 { // the first is admitted
+			r.do("SW.THROTTLE", k.key, "1", "1h")
+		}
+	}
+	got := map[string]float64{}
+	for series, v := range r.scrape() {
+		if strings.HasPrefix(series, "cellserver_top_refused_keys") {
+			got[series] = v
+		}
+	}
+	want := map[string]float64{
+		`cellserver_top_refused_keys{family="sw",key="bad` + "\uFFFD" + `",window="1m"}`: 4,
+		`cellserver_top_refused_keys{family="sw",key="a",window="1m"}`:                   3,
+		`cellserver_top_refused_keys{family="sw",key="bad` + "\uFFFD" + `",window="1h"}`: 4,
+		`cellserver_top_refused_keys{family="sw",key="a",window="1h"}`:                   3,
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for s, v := range want {
+		if got[s] != v {
+			t.Errorf("%s = %v, want %v (got %v)", s, got[s], v, got)
+		}
+	}
+
+	none := newRig(t, 0, Options{})
+	none.do("SW.THROTTLE", "a", "1", "1h")
+	none.do("SW.THROTTLE", "a", "1", "1h")
+	for series := range none.scrape() {
+		if strings.HasPrefix(series, "cellserver_top_refused_keys") {
+			t.Errorf("exported without TopKeys: %s", series)
+		}
+	}
+}

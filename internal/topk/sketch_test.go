@@ -1,0 +1,206 @@
+package topk
+
+import (
+	"fmt"
+	"hash/maphash"
+	"math/rand/v2"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// add counts key once at now.
+func add(s *Sketch, key string, now int64) {
+	b := []byte(key)
+	s.Add(b, s.Hash(b), 1, now)
+}
+
+// checkInvariant verifies the heap and the index against each other.
+func checkInvariant(t *testing.T, s *Sketch) {
+	t.Helper()
+	for i := 1; i < s.size; i++ {
+		if s.counters[i].count < s.counters[(i-1)/2].count {
+			t.Fatalf("heap order broken at %d", i)
+		}
+	}
+	used := 0
+	for _, p := range s.index {
+		if p != 0 {
+			used++
+		}
+	}
+	if used != s.size {
+		t.Fatalf("index holds %d keys, heap %d", used, s.size)
+	}
+	for i := range s.size {
+		c := &s.counters[i]
+		if s.index[c.slot] != int32(i+1) {
+			t.Fatalf("counter %d's slot %d points at %d", i, c.slot, s.index[c.slot]-1)
+		}
+		if pos, ok := s.find(s.key(c), c.hash); !ok || pos != i {
+			t.Fatalf("key %q not found at %d", s.key(c), i)
+		}
+	}
+}
+
+func TestSketchExactWhileKeysFit(t *testing.T) {
+	s := NewSketch(8, maphash.MakeSeed())
+	want := map[string]uint64{"a": 5, "b": 3, "c": 1, "d": 8}
+	now := int64(0)
+	for k, n := range want {
+		for range n {
+			now++
+			add(s, k, now)
+		}
+	}
+	checkInvariant(t, s)
+	got := s.Entries(nil)
+	if len(got) != len(want) {
+		t.Fatalf("got %d keys, want %d", len(got), len(want))
+	}
+	for _, e := range got {
+		if e.Count != want[e.Key] || e.Err != 0 {
+			t.Errorf("%s: count %d err %d, want %d err 0", e.Key, e.Count, e.Err, want[e.Key])
+		}
+		if e.First > e.Last {
+			t.Errorf("%s: first %d after last %d", e.Key, e.First, e.Last)
+		}
+	}
+}
+
+func TestSketchTruncatesLongKeys(t *testing.T) {
+	s := NewSketch(4, maphash.MakeSeed())
+	long := strings.Repeat("x", MaxKeyLen+10)
+	add(s, long, 1)
+	add(s, long[:MaxKeyLen], 2) // the same key once truncated
+	e := s.Entries(nil)
+	if len(e) != 1 || e[0].Key != long[:MaxKeyLen] || e[0].Count != 2 || !e[0].Truncated {
+		t.Fatalf("got %+v", e)
+	}
+}
+
+// TestSketchChurn evicts keys at random and checks the structure after
+// each event, so that the index's backward shifts are exercised.
+func TestSketchChurn(t *testing.T) {
+	s := NewSketch(16, maphash.MakeSeed())
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range 20_000 {
+		add(s, fmt.Sprint(r.IntN(64)), int64(i))
+		if i%97 == 0 {
+			checkInvariant(t, s)
+		}
+	}
+	checkInvariant(t, s)
+	sum := uint64(0)
+	for _, e := range s.Entries(nil) {
+		sum += e.Count
+	}
+	if sum != s.Total() {
+		t.Fatalf("counts add up to %d, %d events", sum, s.Total())
+	}
+}
+
+// heavyLoad is the synthetic load of the issue: light keys once each
+// (100,000 of them) and 10 heavy keys taking 90% of all events, shuffled.
+func heavyLoad() (events []string, heavy map[string]uint64) {
+	const lightKeys, heavyKeys = 100_000, 10
+	perHeavy := lightKeys * 9 / heavyKeys // 10 × 90,000 = 900,000: 90%
+	heavy = make(map[string]uint64)
+	for i := range lightKeys {
+		events = append(events, fmt.Sprintf("user:%d", i))
+	}
+	for i := range heavyKeys {
+		k := fmt.Sprintf("heavy:%d", i)
+		heavy[k] = uint64(perHeavy)
+		for range perHeavy {
+			events = append(events, k)
+		}
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	r.Shuffle(len(events), func(i, j int) { events[i], events[j] = events[j], events[i] })
+	return events, heavy
+}
+
+// TestSketchHeavyHitters: under 1,000,000 events over 100,010 keys, the
+// 10 heavy keys come first, each within its stated error and within n/k.
+func TestSketchHeavyHitters(t *testing.T) {
+	events, heavy := heavyLoad()
+	const k = 1024
+	s := NewSketch(k, maphash.MakeSeed())
+	for i, key := range events {
+		add(s, key, int64(i))
+	}
+	checkInvariant(t, s)
+	w := &Window{length: 1, cur: s, prev: NewSketch(1, maphash.MakeSeed())}
+	top := w.Top(0, 20)
+	bound := uint64(len(events)) / k
+	worst := uint64(0)
+	for i, r := range top[:10] {
+		want, ok := heavy[r.Key]
+		if !ok {
+			t.Fatalf("rank %d is %q (%d), not a heavy key", i+1, r.Key, r.Count)
+		}
+		over := r.Count - want // space-saving never underestimates a held key
+		if r.Count < want || over > r.Err || r.Err > bound {
+			t.Errorf("%s: count %d, true %d, err %d, n/k %d", r.Key, r.Count, want, r.Err, bound)
+		}
+		worst = max(worst, over)
+	}
+	if top[10].Count > top[9].Count {
+		t.Errorf("not sorted")
+	}
+	t.Logf("events %d, k %d: n/k %d, min count %d, worst overcount of a heavy key %d (%.3f%%)",
+		len(events), k, bound, s.MinCount(), worst, 100*float64(worst)/90_000)
+	if d := s.distinct.estimate(); d < 95_000 || d > 105_000 {
+		t.Errorf("distinct estimate %d, want about 100,010", d)
+	}
+	t.Logf("distinct keys 100,010, estimated %d", s.distinct.estimate())
+}
+
+// TestSketchMemoryBounded: counting 1,000,000 events of 100,010 keys
+// allocates nothing and leaves the heap where it was.
+func TestSketchMemoryBounded(t *testing.T) {
+	events, _ := heavyLoad()
+	keys := make([][]byte, len(events))
+	for i, e := range events {
+		keys[i] = []byte(e)
+	}
+	events = nil
+	s := NewSketch(1024, maphash.MakeSeed())
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	i := 0
+	allocs := testing.AllocsPerRun(len(keys)-1, func() {
+		s.Add(keys[i], s.Hash(keys[i]), 2, int64(i))
+		i++
+	})
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if allocs != 0 {
+		t.Errorf("Add allocates %v per event", allocs)
+	}
+	grew := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	t.Logf("sketch of 1024 counters: %d bytes; heap change over %d events: %d bytes",
+		s.Bytes(), len(keys), grew)
+	if grew > 64<<10 {
+		t.Errorf("heap grew by %d bytes", grew)
+	}
+	runtime.KeepAlive(s)
+	runtime.KeepAlive(keys)
+}
+
+func BenchmarkSketchAdd(b *testing.B) {
+	events, _ := heavyLoad()
+	keys := make([][]byte, len(events))
+	for i, e := range events {
+		keys[i] = []byte(e)
+	}
+	s := NewSketch(1024, maphash.MakeSeed())
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		k := keys[i%len(keys)]
+		s.Add(k, s.Hash(k), 1, int64(i))
+	}
+}
