@@ -56,6 +56,7 @@ type config struct {
 	slowlogSlowerThan int64 // µs
 	slowlogMaxLen     int
 	metricsAddr       string
+	metricsTopKeys    int // THROTTLE.TOP's keys /metrics shows; 0 for none
 
 	// Envoy's rate limit service: off while rlsAddr is empty. Empty
 	// header names and a zero timeout are rls.Options's defaults.
@@ -160,6 +161,7 @@ func parseConfig(args []string, env func(string) string, stderr io.Writer) (conf
 		{"maxmemory", "CELLSERVER_MAXMEMORY", "bound on the keyspace's estimated size in `bytes` (100mb, 1gb, ...); the keys that expire soonest are evicted first; 0 for none", (*sizeValue)(&cfg.maxmemory)},
 		{"slowlog-log-slower-than", "CELLSERVER_SLOWLOG_LOG_SLOWER_THAN", "`microseconds` from which a command enters the slow log; 0 logs every command, negative none", (*int64Value)(&cfg.slowlogSlowerThan)},
 		{"slowlog-max-len", "CELLSERVER_SLOWLOG_MAX_LEN", "`count` of slow log entries kept", (*nonNegativeInt)(&cfg.slowlogMaxLen)},
+		{"metrics-top-keys", "CELLSERVER_METRICS_TOP_KEYS", "`count` of the keys refused most often (THROTTLE.TOP) that /metrics shows per window as cellserver_top_refused_keys; 0 for none", (*nonNegativeInt)(&cfg.metricsTopKeys)},
 		{"metrics-addr", "CELLSERVER_METRICS_ADDR", "`host:port` serving /metrics, /healthz and /readyz over HTTP (and /json with --rls-addr); empty for none", (*stringValue)(&cfg.metricsAddr)},
 		{"rls-addr", "CELLSERVER_RLS_ADDR", "`host:port` serving Envoy's rate limit service (gRPC, RLS v3; TLS with --tls-cert-file); empty for none", (*stringValue)(&cfg.rlsAddr)},
 		{"rls-config", "CELLSERVER_RLS_CONFIG", "`path` of the rate limit service's configuration (envoyproxy/ratelimit's YAML), reloaded when it changes and on SIGHUP", (*stringValue)(&cfg.rlsConfig)},

@@ -187,6 +187,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, ready chan<- net.A
 			return nil
 		},
 		Collectors: collectors,
+		TopKeys:    cfg.metricsTopKeys,
 	})), log)
 	if err != nil {
 		ln.Close()
