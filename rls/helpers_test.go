@@ -76,6 +76,8 @@ func testLimits() testMatcher {
 	minute := rlsv3.RateLimitResponse_RateLimit_MINUTE
 	shadow := fw("shadow", 1, minute, time.Minute)
 	shadow.ShadowMode = true
+	blocked := fw("blocked", 0, minute, time.Minute)
+	blocked.Blocks = true
 	return testMatcher{
 		{"test", []Entry{{"api", "x"}}, fw("api_x", 3, minute, time.Minute)},
 		{"test", []Entry{{"user", ""}}, fw("per_user", 2, minute, time.Minute)},
@@ -83,6 +85,7 @@ func testLimits() testMatcher {
 		{"test", []Entry{{"unl", ""}}, Limit{Name: "unl", Unlimited: true}},
 		{"test", []Entry{{"shadow", ""}}, shadow},
 		{"test", []Entry{{"many", ""}}, fw("many", 10, minute, time.Minute)},
+		{"test", []Entry{{"blocked", ""}}, blocked},
 		{"test", []Entry{{"cl", ""}}, Limit{Name: "cl", RequestsPerUnit: 2, Unit: rlsv3.RateLimitResponse_RateLimit_SECOND, MetricKey: "cl",
 			Rule: engine.Rule{Family: engine.FamilyCL, GCRA: engine.GCRAQuota{MaxBurst: 2, Count: 2, Period: 1}}}},
 	}

@@ -24,6 +24,11 @@ type Limit struct {
 	Unit            rlsv3.RateLimitResponse_RateLimit_Unit
 	// Unlimited answers OK without counting.
 	Unlimited bool
+	// Blocks admits nothing (requests_per_unit: 0, envoyproxy/ratelimit's
+	// "black list"): a hit is OVER_LIMIT without asking the Decider (Rule is
+	// not used), and a request with such a hit counts nothing under its
+	// other descriptors either.
+	Blocks bool
 	// ShadowMode counts the hit but answers OK even when over the limit.
 	ShadowMode bool
 	// Replaces names limits that this one, when matched in the same

@@ -42,6 +42,7 @@ func (m configMatcher) Match(domain string, entries []rls.Entry) *rls.Limit {
 		RequestsPerUnit: l.RequestsPerUnit,
 		Unit:            rlsv3.RateLimitResponse_RateLimit_Unit(l.Unit), // the proto's numbers
 		Unlimited:       l.Unlimited,
+		Blocks:          l.Blocks(),
 		ShadowMode:      l.ShadowMode,
 		Replaces:        l.Replaces,
 		MetricKey:       l.FullKey,

@@ -174,3 +174,26 @@ func TestRunRLSConfigReload(t *testing.T) {
 		})
 	}
 }
+
+// TestRunRLSBlocks: requests_per_unit 0 answers OVER_LIMIT, as
+// envoyproxy/ratelimit does, and counts nothing: no key is written.
+func TestRunRLSBlocks(t *testing.T) {
+	path := t.TempDir() + "/d.yaml"
+	if err := os.WriteFile(path, []byte("domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unit: hour, requests_per_unit: 0 }\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rlsAddr := freeAddr(t)
+	r := startRun(t, []string{"--addr", "127.0.0.1:0", "--rls-addr", rlsAddr, "--rls-config", path}, nil)
+	for range 2 {
+		resp, err := rlsCall(t, rlsAddr, insecure.NewCredentials())
+		if err != nil || resp.OverallCode != rlsv3.RateLimitResponse_OVER_LIMIT {
+			t.Fatalf("requests_per_unit 0: %v %v, want OVER_LIMIT", resp, err)
+		}
+		if s := resp.Statuses[0]; s.CurrentLimit == nil || s.CurrentLimit.RequestsPerUnit != 0 || s.LimitRemaining != 0 {
+			t.Errorf("status %v, want a current_limit of 0 and nothing remaining", s)
+		}
+	}
+	if keys, err := newClient(t, r.addr).Keys(context.Background(), "rls:*").Result(); err != nil || len(keys) != 0 {
+		t.Errorf("KEYS rls:* = %q, %v; a blocking limit wrote state", keys, err)
+	}
+}
