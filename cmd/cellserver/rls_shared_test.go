@@ -151,3 +151,32 @@ func TestRunRLSSharedExact(t *testing.T) {
 	}
 	checkNoFallback(t, addrs)
 }
+
+// TestRunRLSSharedCluster: the same on a three-node Redis Cluster. The
+// descriptors' keys would fall in different slots (CROSSSLOT, answered
+// UNAVAILABLE) but for the domain, their common hash tag.
+func TestRunRLSSharedCluster(t *testing.T) {
+	t.Parallel()
+	nodes := redistest.StartCluster(t, 3)
+	ctx := context.Background()
+	node := nodes[0].Client(t)
+	untagged := [2]string{"t:rls:fw:d|a=v", "t:rls:fw:d|b=v"}
+	if a, b := node.ClusterKeySlot(ctx, untagged[0]).Val(), node.ClusterKeySlot(ctx, untagged[1]).Val(); a == b {
+		t.Fatalf("%q and %q share slot %d: the test would prove nothing", untagged[0], untagged[1], a)
+	}
+	instances := startSharedRLS(t, clusterURL(nodes))
+	resp, err := instances[0].client.ShouldRateLimit(ctx, rlsRequest("a", "b"))
+	if err != nil || resp.OverallCode != rlsv3.RateLimitResponse_OK {
+		t.Fatalf("two descriptors on a cluster: %v, %v; want OK", resp, err)
+	}
+	if got := admitRLS(t, instances, rlsRequest("one")); got != 100 {
+		t.Errorf("one descriptor: %d admitted over three instances, want exactly 100", got)
+	}
+	// The first request took one of a's 100.
+	if got := admitRLS(t, instances, rlsRequest("a", "b")); got != 99 {
+		t.Errorf("two descriptors: %d admitted after one, want exactly 99", got)
+	}
+	if got := remaining(t, instances[1], "b"); got != 50 {
+		t.Errorf("descriptor b has %d of 150 left, want 50: a refused request counted under it", got)
+	}
+}
