@@ -100,7 +100,7 @@ type testService struct {
 	client rlsv3.RateLimitServiceClient
 }
 
-func startService(t *testing.T, opts Options) *testService {
+func startService(t testing.TB, opts Options) *testService {
 	t.Helper()
 	clock := engine.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	eng := engine.New(engine.Options{Now: clock.Now})
@@ -117,7 +117,7 @@ func startService(t *testing.T, opts Options) *testService {
 
 // serveGRPC serves svc on 127.0.0.1:0 until the test ends and returns a
 // client of it.
-func serveGRPC(t *testing.T, svc *Service) rlsv3.RateLimitServiceClient {
+func serveGRPC(t testing.TB, svc *Service) rlsv3.RateLimitServiceClient {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
