@@ -52,6 +52,16 @@ type Matcher interface {
 	Match(domain string, entries []Entry) *Limit
 }
 
+// Overrider is a Matcher that also answers for a descriptor that carries
+// its own limit (RateLimitDescriptor.limit, which Envoy sets from a route's
+// rate_limits limit override), as envoyproxy/ratelimit applies it in place
+// of the configured one. Override returns nil when the override does not
+// apply (an unknown domain, an unknown unit); the configured limit, Match's,
+// then does. The service uses Override when its Matcher has it.
+type Overrider interface {
+	Override(domain string, entries []Entry, unit rlsv3.RateLimitResponse_RateLimit_Unit, requestsPerUnit uint32) *Limit
+}
+
 // MatcherFunc is a function that is a Matcher.
 type MatcherFunc func(domain string, entries []Entry) *Limit
 

@@ -167,7 +167,11 @@ func (s *Service) decide(ctx context.Context, req *rlsv3.RateLimitRequest) (*rls
 		for j, e := range d.Entries {
 			sl.entries[j] = Entry{e.Key, e.Value}
 		}
-		if m != nil {
+		if o, ok := m.(Overrider); ok && d.Limit != nil {
+			// The proto's units number as the response's.
+			sl.limit = o.Override(req.Domain, sl.entries, rlsv3.RateLimitResponse_RateLimit_Unit(d.Limit.Unit), d.Limit.RequestsPerUnit)
+		}
+		if m != nil && sl.limit == nil {
 			sl.limit = m.Match(req.Domain, sl.entries)
 		}
 	}
