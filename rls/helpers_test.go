@@ -76,6 +76,8 @@ func testLimits() testMatcher {
 	minute := rlsv3.RateLimitResponse_RateLimit_MINUTE
 	shadow := fw("shadow", 1, minute, time.Minute)
 	shadow.ShadowMode = true
+	blocked := fw("blocked", 0, minute, time.Minute)
+	blocked.Blocks = true
 	return testMatcher{
 		{"test", []Entry{{"api", "x"}}, fw("api_x", 3, minute, time.Minute)},
 		{"test", []Entry{{"user", ""}}, fw("per_user", 2, minute, time.Minute)},
@@ -83,6 +85,7 @@ func testLimits() testMatcher {
 		{"test", []Entry{{"unl", ""}}, Limit{Name: "unl", Unlimited: true}},
 		{"test", []Entry{{"shadow", ""}}, shadow},
 		{"test", []Entry{{"many", ""}}, fw("many", 10, minute, time.Minute)},
+		{"test", []Entry{{"blocked", ""}}, blocked},
 		{"test", []Entry{{"cl", ""}}, Limit{Name: "cl", RequestsPerUnit: 2, Unit: rlsv3.RateLimitResponse_RateLimit_SECOND, MetricKey: "cl",
 			Rule: engine.Rule{Family: engine.FamilyCL, GCRA: engine.GCRAQuota{MaxBurst: 2, Count: 2, Period: 1}}}},
 	}
@@ -97,7 +100,7 @@ type testService struct {
 	client rlsv3.RateLimitServiceClient
 }
 
-func startService(t *testing.T, opts Options) *testService {
+func startService(t testing.TB, opts Options) *testService {
 	t.Helper()
 	clock := engine.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	eng := engine.New(engine.Options{Now: clock.Now})
@@ -114,7 +117,7 @@ func startService(t *testing.T, opts Options) *testService {
 
 // serveGRPC serves svc on 127.0.0.1:0 until the test ends and returns a
 // client of it.
-func serveGRPC(t *testing.T, svc *Service) rlsv3.RateLimitServiceClient {
+func serveGRPC(t testing.TB, svc *Service) rlsv3.RateLimitServiceClient {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

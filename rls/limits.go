@@ -24,6 +24,11 @@ type Limit struct {
 	Unit            rlsv3.RateLimitResponse_RateLimit_Unit
 	// Unlimited answers OK without counting.
 	Unlimited bool
+	// Blocks admits nothing (requests_per_unit: 0, envoyproxy/ratelimit's
+	// "black list"): a hit is OVER_LIMIT without asking the Decider (Rule is
+	// not used), and a request with such a hit counts nothing under its
+	// other descriptors either.
+	Blocks bool
 	// ShadowMode counts the hit but answers OK even when over the limit.
 	ShadowMode bool
 	// Replaces names limits that this one, when matched in the same
@@ -45,6 +50,16 @@ type Limit struct {
 // including when domain is unknown. It must be safe for concurrent use.
 type Matcher interface {
 	Match(domain string, entries []Entry) *Limit
+}
+
+// Overrider is a Matcher that also answers for a descriptor that carries
+// its own limit (RateLimitDescriptor.limit, which Envoy sets from a route's
+// rate_limits limit override), as envoyproxy/ratelimit applies it in place
+// of the configured one. Override returns nil when the override does not
+// apply (an unknown domain, an unknown unit); the configured limit, Match's,
+// then does. The service uses Override when its Matcher has it.
+type Overrider interface {
+	Override(domain string, entries []Entry, unit rlsv3.RateLimitResponse_RateLimit_Unit, requestsPerUnit uint32) *Limit
 }
 
 // MatcherFunc is a function that is a Matcher.

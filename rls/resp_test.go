@@ -18,7 +18,7 @@ import (
 
 // serveRESP serves the Redis protocol over ts's engine on 127.0.0.1:0 and
 // returns a client of it.
-func serveRESP(t *testing.T, ts *testService) *redis.Client {
+func serveRESP(t testing.TB, ts *testService) *redis.Client {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

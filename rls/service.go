@@ -167,7 +167,11 @@ func (s *Service) decide(ctx context.Context, req *rlsv3.RateLimitRequest) (*rls
 		for j, e := range d.Entries {
 			sl.entries[j] = Entry{e.Key, e.Value}
 		}
-		if m != nil {
+		if o, ok := m.(Overrider); ok && d.Limit != nil {
+			// The proto's units number as the response's.
+			sl.limit = o.Override(req.Domain, sl.entries, rlsv3.RateLimitResponse_RateLimit_Unit(d.Limit.Unit), d.Limit.RequestsPerUnit)
+		}
+		if m != nil && sl.limit == nil {
 			sl.limit = m.Match(req.Domain, sl.entries)
 		}
 	}
@@ -179,9 +183,14 @@ func (s *Service) decide(ctx context.Context, req *rlsv3.RateLimitRequest) (*rls
 	var rules []engine.Rule
 	var qtys []int64
 	byKey := map[string]int{}
+	blocked := false // an enforced descriptor that Blocks has a hit
 	for i := range slots {
 		sl := &slots[i]
 		if sl.limit == nil || sl.limit.Unlimited || sl.limit.ShadowMode {
+			continue
+		}
+		if sl.limit.Blocks {
+			blocked = blocked || sl.qty > 0
 			continue
 		}
 		k := string(sl.limit.Rule.Key)
@@ -197,7 +206,7 @@ func (s *Service) decide(ctx context.Context, req *rlsv3.RateLimitRequest) (*rls
 	}
 	each := make([]engine.Decision, len(rules))
 	if len(rules) > 0 {
-		if _, err := s.opts.Decider.DecideAll(ctx, rules, qtys, each); err != nil {
+		if err := s.decideRules(ctx, rules, qtys, each, blocked); err != nil {
 			return nil, err
 		}
 	}
@@ -205,6 +214,10 @@ func (s *Service) decide(ctx context.Context, req *rlsv3.RateLimitRequest) (*rls
 	for i := range slots {
 		sl := &slots[i]
 		if sl.limit == nil || sl.limit.Unlimited || !sl.limit.ShadowMode {
+			continue
+		}
+		if sl.limit.Blocks {
+			shadow[i] = blockedDecision(sl.qty, sl.limit)
 			continue
 		}
 		if _, err := s.opts.Decider.DecideAll(ctx, []engine.Rule{sl.limit.Rule}, []int64{sl.qty}, shadow[i:i+1]); err != nil {
@@ -228,8 +241,11 @@ func (s *Service) decide(ctx context.Context, req *rlsv3.RateLimitRequest) (*rls
 			continue
 		}
 		d := shadow[i]
-		if sl.rule >= 0 {
+		switch {
+		case sl.rule >= 0:
 			d = each[sl.rule]
+		case sl.limit.Blocks && !sl.limit.ShadowMode:
+			d = blockedDecision(sl.qty, sl.limit)
 		}
 		st.CurrentLimit = &rlsv3.RateLimitResponse_RateLimit{Name: sl.limit.Name,
 			RequestsPerUnit: sl.limit.RequestsPerUnit, Unit: sl.limit.Unit}
@@ -252,6 +268,39 @@ func (s *Service) decide(ctx context.Context, req *rlsv3.RateLimitRequest) (*rls
 		}
 	}
 	return resp, nil
+}
+
+// decideRules decides the enforced rules all or nothing. When another
+// descriptor of the request Blocks (blocked), the request is over its limit
+// whatever the rules say: they are only read (quantity 0), and a rule is
+// over when it could not have taken its own quantity.
+func (s *Service) decideRules(ctx context.Context, rules []engine.Rule, qtys []int64, each []engine.Decision, blocked bool) error {
+	if !blocked {
+		_, err := s.opts.Decider.DecideAll(ctx, rules, qtys, each)
+		return err
+	}
+	if _, err := s.opts.Decider.DecideAll(ctx, rules, make([]int64, len(rules)), each); err != nil {
+		return err
+	}
+	for i := range each {
+		each[i].Limited = qtys[i] > 0 && each[i].Remaining < qtys[i]
+	}
+	return nil
+}
+
+// blockedDecision is the decision for a limit that Blocks: over for any
+// hit (a hits_addend of 0 only checks, and is not over), nothing left,
+// and, since nothing is ever admitted, a reset one window away.
+func blockedDecision(qty int64, l *Limit) engine.Decision {
+	return engine.Decision{Limited: qty > 0, RetryAfter: -1, ResetAfter: ruleWindow(l.Rule).Nanoseconds()}
+}
+
+// ruleWindow is the period of r's quota.
+func ruleWindow(r engine.Rule) time.Duration {
+	if r.Family == engine.FamilyCL {
+		return time.Duration(r.GCRA.Period) * time.Second
+	}
+	return time.Duration(r.Window.Window)
 }
 
 // ceilSeconds is d in whole seconds, rounded up.

@@ -81,6 +81,11 @@ func statusSteps() []step {
 		{"same key over", req("test", 0, desc("user", "frank")), []want{{over, 0, true}}, false},
 		{"no limit beside a limit", req("test", 0, desc("nothing", "here"), desc("user", "ivy")), []want{{ok, 0, false}, {ok, 1, true}}, false},
 		{"unknown domain", req("elsewhere", 0, desc("user", "alice"), desc("api", "x")), []want{{ok, 0, false}, {ok, 0, false}}, false},
+		{"blocks", req("test", 0, desc("blocked", "b")), []want{{over, 0, true}}, false},
+		{"blocks beside a limit", req("test", 0, desc("user", "jay"), desc("blocked", "b")), []want{{ok, 2, true}, {over, 0, true}}, false},
+		{"blocking counted nothing", req("test", 0, desc("user", "jay")), []want{{ok, 1, true}}, false},
+		{"blocks beside a full limit", req("test", 0, desc("user", "jay"), desc("user", "jay"), desc("blocked", "b")), []want{{over, 1, true}, {over, 1, true}, {over, 0, true}}, false},
+		{"blocks addend 0 checks", req("test", 0, withAddend(desc("blocked", "b"), 0)), []want{{ok, 0, true}}, false},
 		{"cl burst", req("test", 3, desc("cl", "c")), []want{{ok, 0, true}}, false},
 		{"cl over", req("test", 0, desc("cl", "c")), []want{{over, 0, true}}, false},
 	}

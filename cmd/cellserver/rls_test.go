@@ -15,6 +15,7 @@ import (
 
 	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
@@ -172,5 +173,77 @@ func TestRunRLSConfigReload(t *testing.T) {
 				t.Errorf("after DEL of the RLS key: %s, want OK", got)
 			}
 		})
+	}
+}
+
+// TestRunRLSBlocks: requests_per_unit 0 answers OVER_LIMIT, as
+// envoyproxy/ratelimit does, and counts nothing: no key is written.
+func TestRunRLSBlocks(t *testing.T) {
+	path := t.TempDir() + "/d.yaml"
+	if err := os.WriteFile(path, []byte("domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unit: hour, requests_per_unit: 0 }\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rlsAddr := freeAddr(t)
+	r := startRun(t, []string{"--addr", "127.0.0.1:0", "--rls-addr", rlsAddr, "--rls-config", path}, nil)
+	for range 2 {
+		resp, err := rlsCall(t, rlsAddr, insecure.NewCredentials())
+		if err != nil || resp.OverallCode != rlsv3.RateLimitResponse_OVER_LIMIT {
+			t.Fatalf("requests_per_unit 0: %v %v, want OVER_LIMIT", resp, err)
+		}
+		if s := resp.Statuses[0]; s.CurrentLimit == nil || s.CurrentLimit.RequestsPerUnit != 0 || s.LimitRemaining != 0 {
+			t.Errorf("status %v, want a current_limit of 0 and nothing remaining", s)
+		}
+	}
+	if keys, err := newClient(t, r.addr).Keys(context.Background(), "rls:*").Result(); err != nil || len(keys) != 0 {
+		t.Errorf("KEYS rls:* = %q, %v; a blocking limit wrote state", keys, err)
+	}
+}
+
+// TestRunRLSOverride: a descriptor's own limit (RateLimitDescriptor.limit)
+// applies in place of the configured one, as envoyproxy/ratelimit applies
+// it; with an unknown unit the configured limit applies, and an unknown
+// domain limits nothing.
+func TestRunRLSOverride(t *testing.T) {
+	path := t.TempDir() + "/d.yaml"
+	if err := os.WriteFile(path, []byte("domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unit: hour, requests_per_unit: 100 }\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rlsAddr := freeAddr(t)
+	startRun(t, []string{"--addr", "127.0.0.1:0", "--rls-addr", rlsAddr, "--rls-config", path}, nil)
+	conn, err := grpc.NewClient(rlsAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	client := rlsv3.NewRateLimitServiceClient(conn)
+	call := func(domain, value string, limit *ratelimitv3.RateLimitDescriptor_RateLimitOverride) *rlsv3.RateLimitResponse_DescriptorStatus {
+		t.Helper()
+		resp, err := client.ShouldRateLimit(context.Background(), &rlsv3.RateLimitRequest{Domain: domain,
+			Descriptors: []*ratelimitv3.RateLimitDescriptor{{Entries: []*ratelimitv3.RateLimitDescriptor_Entry{{Key: "k", Value: value}}, Limit: limit}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Statuses[0]
+	}
+	twoAMinute := &ratelimitv3.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: 2, Unit: typev3.RateLimitUnit_MINUTE}
+	var got []string
+	for range 3 {
+		s := call("d", "o", twoAMinute)
+		got = append(got, s.Code.String())
+		if s.CurrentLimit == nil || s.CurrentLimit.RequestsPerUnit != 2 || s.CurrentLimit.Unit != rlsv3.RateLimitResponse_RateLimit_MINUTE {
+			t.Errorf("override's current_limit %v, want 2 a minute", s.CurrentLimit)
+		}
+	}
+	if strings.Join(got, " ") != "OK OK OVER_LIMIT" {
+		t.Errorf("override of 2 a minute: %v", got)
+	}
+	if s := call("d", "u", &ratelimitv3.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: 2}); s.CurrentLimit == nil || s.CurrentLimit.RequestsPerUnit != 100 || s.LimitRemaining != 99 {
+		t.Errorf("override without a unit: %v, want the configured 100 an hour", s)
+	}
+	if s := call("elsewhere", "o", twoAMinute); s.Code != rlsv3.RateLimitResponse_OK || s.CurrentLimit != nil {
+		t.Errorf("override in an unknown domain: %v, want OK without a limit", s)
+	}
+	if s := call("d", "z", &ratelimitv3.RateLimitDescriptor_RateLimitOverride{Unit: typev3.RateLimitUnit_HOUR}); s.Code != rlsv3.RateLimitResponse_OVER_LIMIT {
+		t.Errorf("override of 0 an hour: %v, want OVER_LIMIT", s)
 	}
 }

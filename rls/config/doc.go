@@ -24,7 +24,7 @@
 // Match returns, with a limit, the key under which the engine keeps its
 // state:
 //
-//	rls:<family>:<domain>|<key>=<value>|<key>=<value>...
+//	rls:<family>:{<domain>}|<key>=<value>|<key>=<value>...
 //
 // <family> is the engine family of the limit's algorithm (fw, sw, swc or
 // cl), so that a reload that changes a limit's algorithm starts it afresh
@@ -33,11 +33,17 @@
 // keys have them: a key-only rule counts each value apart. An entry that
 // matched a share_threshold wildcard has the wildcard's value instead
 // ("files/*"), so every value it matches shares one count. In the domain,
-// keys and values '%', '|', '=' and '*' are escaped as %25, %7C, %3D and
-// %2A; only a shared pattern's final '*' is left bare. So different
-// (family, domain, entries, values) never give one key, and a key reads
-// back with the Redis-protocol commands (FW.THROTTLE, TTL, TYPE), while the
-// "rls:" prefix keeps the keys apart from those the commands write.
+// keys and values '%', '|', '=', '*', '{' and '}' are escaped as %25, %7C,
+// %3D, %2A, %7B and %7D; only a shared pattern's final '*' is left bare.
+// So different (family, domain, entries, values) never give one key, and a
+// key reads back with the Redis-protocol commands (FW.THROTTLE, TTL, TYPE),
+// while the "rls:" prefix keeps the keys apart from those the commands
+// write.
+//
+// The braced domain is the key's Redis Cluster hash tag: every key of one
+// domain is in one hash slot, so a request's keys (one domain) can be
+// decided together in a cluster, at the cost of one domain's keys all
+// living on one node.
 //
 // A Config is immutable; Watch loads a new one when the files change.
 package config

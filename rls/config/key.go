@@ -3,15 +3,19 @@ package config
 import "strings"
 
 // stateKey is a limit's key in the engine (see the package doc):
-// "rls:" family ":" domain, then "|" key "=" value for each entry, each
-// part escaped; a share_threshold entry's value is its pattern, whose
-// '*' alone is left unescaped.
+// "rls:" family ":{" domain "}", then "|" key "=" value for each entry,
+// each part escaped; a share_threshold entry's value is its pattern, whose
+// '*' alone is left unescaped. The domain is the key's Redis Cluster hash
+// tag (its first '{' and the first '}' after it, braces in the domain being
+// escaped), so that all of a request's keys, which share its domain, share
+// a hash slot.
 func stateKey(a Algorithm, domain string, entries []Entry, patterns []string) string {
 	var b strings.Builder
 	b.WriteString("rls:")
 	b.WriteString(familyName(a))
-	b.WriteByte(':')
+	b.WriteString(":{")
 	escape(&b, domain)
+	b.WriteByte('}')
 	for i, e := range entries {
 		b.WriteByte('|')
 		escape(&b, e.Key)
@@ -39,12 +43,13 @@ func familyName(a Algorithm) string {
 	return "fw"
 }
 
-// escape writes s with the key's separators and '%' escaped as %XX, so
-// that the parts of a key can be told apart.
+// escape writes s with the key's separators, the hash tag's braces and
+// '%' escaped as %XX, so that the parts of a key can be told apart and the
+// hash tag is the whole domain.
 func escape(b *strings.Builder, s string) {
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; c {
-		case '%', '|', '=', '*':
+		case '%', '|', '=', '*', '{', '}':
 			b.WriteByte('%')
 			b.WriteByte("0123456789ABCDEF"[c>>4])
 			b.WriteByte("0123456789ABCDEF"[c&15])

@@ -79,6 +79,11 @@ func FuzzStateKeyUnambiguous(f *testing.F) {
 		if !strings.HasPrefix(kx, "rls:") {
 			t.Fatalf("key %q lacks the prefix", kx)
 		}
+		// (An empty domain, which neither a configuration nor a request
+		// may have, makes an empty tag: Redis hashes the whole key.)
+		if tag := hashTag(kx); x.domain != "" && y.domain != "" && (tag == hashTag(ky)) != (x.domain == y.domain) {
+			t.Fatalf("domains %q and %q: hash tags %q and %q", x.domain, y.domain, tag, hashTag(ky))
+		}
 	})
 }
 
@@ -101,11 +106,49 @@ func TestStateKeyUnambiguous(t *testing.T) {
 		}
 	}
 	seen := map[string]keyInput{}
+	tags := map[string]string{} // hash tag -> domain
 	for _, in := range inputs {
 		k := stateKey(in.algo, in.domain, in.entries, in.patterns)
 		if prev, ok := seen[k]; ok && !prev.same(in) {
 			t.Fatalf("inputs %+v and %+v share key %q", prev, in, k)
 		}
 		seen[k] = in
+		tag := hashTag(k)
+		if d, ok := tags[tag]; ok && d != in.domain {
+			t.Fatalf("domains %q and %q share hash tag %q", d, in.domain, tag)
+		}
+		tags[tag] = in.domain
+	}
+}
+
+// hashTag is the part of key that Redis Cluster hashes: the text between
+// the first '{' and the first '}' after it when not empty, else the key.
+func hashTag(key string) string {
+	if open := strings.IndexByte(key, '{'); open >= 0 {
+		if n := strings.IndexByte(key[open+1:], '}'); n > 0 {
+			return key[open+1 : open+1+n]
+		}
+	}
+	return key
+}
+
+// TestStateKeyHashTag: a key's hash tag is its domain, escaped; keys of
+// one domain share it whatever their family and entries.
+func TestStateKeyHashTag(t *testing.T) {
+	for _, c := range []struct{ domain, tag string }{
+		{"edge", "edge"},
+		{"a}b", "a%7Db"},
+		{"{x}", "%7Bx%7D"},
+		{"p|q=r*", "p%7Cq%3Dr%2A"},
+	} {
+		for _, k := range []string{
+			stateKey(FixedWindow, c.domain, []Entry{{"k", "v"}}, nil),
+			stateKey(GCRA, c.domain, []Entry{{"{k}", "}v{"}, {"u", "w"}}, nil),
+			stateKey(SlidingWindow, c.domain, []Entry{{"f", "x*"}}, []string{"x*"}),
+		} {
+			if got := hashTag(k); got != c.tag {
+				t.Errorf("key %q: hash tag %q, want %q", k, got, c.tag)
+			}
+		}
 	}
 }

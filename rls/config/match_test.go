@@ -83,21 +83,21 @@ func TestMatch(t *testing.T) {
 		key     string
 		check   func(t *testing.T, l *Limit)
 	}{
-		{"key only", "d", e("remote_address", "1.2.3.4"), 10, UnitSecond, "d.remote_address", "rls:fw:d|remote_address=1.2.3.4", nil},
-		{"exact before key only", "d", e("remote_address", "50.0.0.5"), 0, UnitSecond, "d.remote_address_50.0.0.5", "rls:fw:d|remote_address=50.0.0.5",
+		{"key only", "d", e("remote_address", "1.2.3.4"), 10, UnitSecond, "d.remote_address", "rls:fw:{d}|remote_address=1.2.3.4", nil},
+		{"exact before key only", "d", e("remote_address", "50.0.0.5"), 0, UnitSecond, "d.remote_address_50.0.0.5", "rls:fw:{d}|remote_address=50.0.0.5",
 			func(t *testing.T, l *Limit) {
 				if !l.Blocks() {
 					t.Error("a zero limit should block")
 				}
 			}},
-		{"exact before wildcard", "d", e("path", "/api/exact"), 40, UnitHour, "d.path_/api/exact", "rls:fw:d|path=/api/exact", nil},
-		{"first wildcard in file order", "d", e("path", "/api/v1/x"), 20, UnitMinute, "d.path_/api/*", "rls:fw:d|path=/api/v1/x", nil},
-		{"wildcard before key only", "d", e("path", "/api/"), 20, UnitMinute, "d.path_/api/*", "rls:fw:d|path=/api/", nil},
-		{"key only after no wildcard", "d", e("path", "/other"), 50, UnitDay, "d.path", "rls:fw:d|path=/other", nil},
-		{"share_threshold shares one key", "d", e("files", "files/a.pdf"), 60, UnitWeek, "d.files_files/*", "rls:fw:d|files=files/*", nil},
-		{"share_threshold, another value", "d", e("files", "files/sub/b.csv"), 60, UnitWeek, "d.files_files/*", "rls:fw:d|files=files/*", nil},
-		{"literal star value is not the shared pattern", "d", e("files", "files/*"), 60, UnitWeek, "d.files_files/*", "rls:fw:d|files=files/%2A", nil},
-		{"nested", "d", e("message_type", "marketing", "to_number", "2061111111"), 5, UnitMonth, "d.message_type_marketing.to_number", "rls:fw:d|message_type=marketing|to_number=2061111111",
+		{"exact before wildcard", "d", e("path", "/api/exact"), 40, UnitHour, "d.path_/api/exact", "rls:fw:{d}|path=/api/exact", nil},
+		{"first wildcard in file order", "d", e("path", "/api/v1/x"), 20, UnitMinute, "d.path_/api/*", "rls:fw:{d}|path=/api/v1/x", nil},
+		{"wildcard before key only", "d", e("path", "/api/"), 20, UnitMinute, "d.path_/api/*", "rls:fw:{d}|path=/api/", nil},
+		{"key only after no wildcard", "d", e("path", "/other"), 50, UnitDay, "d.path", "rls:fw:{d}|path=/other", nil},
+		{"share_threshold shares one key", "d", e("files", "files/a.pdf"), 60, UnitWeek, "d.files_files/*", "rls:fw:{d}|files=files/*", nil},
+		{"share_threshold, another value", "d", e("files", "files/sub/b.csv"), 60, UnitWeek, "d.files_files/*", "rls:fw:{d}|files=files/*", nil},
+		{"literal star value is not the shared pattern", "d", e("files", "files/*"), 60, UnitWeek, "d.files_files/*", "rls:fw:{d}|files=files/%2A", nil},
+		{"nested", "d", e("message_type", "marketing", "to_number", "2061111111"), 5, UnitMonth, "d.message_type_marketing.to_number", "rls:fw:{d}|message_type=marketing|to_number=2061111111",
 			func(t *testing.T, l *Limit) {
 				if l.Window() != 30*24*time.Hour {
 					t.Errorf("month window %v", l.Window())
@@ -105,43 +105,43 @@ func TestMatch(t *testing.T) {
 			}},
 		{"nested parent alone has no limit", "d", e("message_type", "marketing"), 0, 0, "", "", nil},
 		{"more entries than levels", "d", e("remote_address", "1.2.3.4", "x", "y"), 0, 0, "", "", nil},
-		{"nested under key only", "d", e("service", "auth", "user", "user-a"), 10, UnitYear, "d.service.user_user-a", "rls:fw:d|service=auth|user=user-a",
+		{"nested under key only", "d", e("service", "auth", "user", "user-a"), 10, UnitYear, "d.service.user_user-a", "rls:fw:{d}|service=auth|user=user-a",
 			func(t *testing.T, l *Limit) {
 				if !l.ShadowMode || l.Window() != 365*24*time.Hour {
 					t.Errorf("shadow %v window %v", l.ShadowMode, l.Window())
 				}
 			}},
 		{"nested value not configured", "d", e("service", "auth", "user", "user-b"), 0, 0, "", "", nil},
-		{"unlimited", "d", e("ldap", "x"), 0, UnitUnknown, "d.ldap", "rls:fw:d|ldap=x",
+		{"unlimited", "d", e("ldap", "x"), 0, UnitUnknown, "d.ldap", "rls:fw:{d}|ldap=x",
 			func(t *testing.T, l *Limit) {
 				if !l.Unlimited || l.Blocks() {
 					t.Errorf("unlimited %v blocks %v", l.Unlimited, l.Blocks())
 				}
 			}},
-		{"detailed_metric", "d", e("detail", "v1"), 10, UnitMinute, "d.detail_v1", "rls:fw:d|detail=v1", nil},
-		{"value_to_metric", "d", e("v2m", "v1"), 10, UnitMinute, "d.v2m_v1", "rls:fw:d|v2m=v1", nil},
-		{"sliding window, multiplier", "d", e("algo", "sw"), 7, UnitMinute, "d.algo_sw", "rls:sw:d|algo=sw",
+		{"detailed_metric", "d", e("detail", "v1"), 10, UnitMinute, "d.detail_v1", "rls:fw:{d}|detail=v1", nil},
+		{"value_to_metric", "d", e("v2m", "v1"), 10, UnitMinute, "d.v2m_v1", "rls:fw:{d}|v2m=v1", nil},
+		{"sliding window, multiplier", "d", e("algo", "sw"), 7, UnitMinute, "d.algo_sw", "rls:sw:{d}|algo=sw",
 			func(t *testing.T, l *Limit) {
 				r := l.Rule([]byte("k"))
 				if r.Family != engine.FamilySW || r.Window != (engine.WindowQuota{Limit: 7, Window: int64(5 * time.Minute)}) {
 					t.Errorf("rule %+v", r)
 				}
 			}},
-		{"sliding counter", "d", e("algo", "swc"), 8, UnitHour, "d.algo_swc", "rls:swc:d|algo=swc",
+		{"sliding counter", "d", e("algo", "swc"), 8, UnitHour, "d.algo_swc", "rls:swc:{d}|algo=swc",
 			func(t *testing.T, l *Limit) {
 				r := l.Rule([]byte("k"))
 				if r.Family != engine.FamilySWC || r.Window != (engine.WindowQuota{Limit: 8, Window: int64(time.Hour)}) {
 					t.Errorf("rule %+v", r)
 				}
 			}},
-		{"gcra with burst", "d", e("algo", "gcra"), 9, UnitSecond, "d.algo_gcra", "rls:cl:d|algo=gcra",
+		{"gcra with burst", "d", e("algo", "gcra"), 9, UnitSecond, "d.algo_gcra", "rls:cl:{d}|algo=gcra",
 			func(t *testing.T, l *Limit) {
 				r := l.Rule([]byte("k"))
 				if r.Family != engine.FamilyCL || r.GCRA != (engine.GCRAQuota{MaxBurst: 3, Count: 9, Period: 2}) {
 					t.Errorf("rule %+v", r)
 				}
 			}},
-		{"fixed window rule", "d", e("remote_address", "1.2.3.4"), 10, UnitSecond, "d.remote_address", "rls:fw:d|remote_address=1.2.3.4",
+		{"fixed window rule", "d", e("remote_address", "1.2.3.4"), 10, UnitSecond, "d.remote_address", "rls:fw:{d}|remote_address=1.2.3.4",
 			func(t *testing.T, l *Limit) {
 				r := l.Rule([]byte("k"))
 				if r.Family != engine.FamilyFW || r.Window != (engine.WindowQuota{Limit: 10, Window: int64(time.Second)}) || string(r.Key) != "k" {
@@ -198,7 +198,7 @@ descriptors:
 		t.Fatal(err)
 	}
 	l, key := c.Match("d", e("parent", "value1", "files", "nested/file1.txt"))
-	if l == nil || key != "rls:fw:d|parent=value1|files=nested/*" || l.FullKey != "d.parent_value1.files_nested/*" {
+	if l == nil || key != "rls:fw:{d}|parent=value1|files=nested/*" || l.FullKey != "d.parent_value1.files_nested/*" {
 		t.Fatalf("Match = %+v, %q", l, key)
 	}
 	if _, key2 := c.Match("d", e("parent", "value1", "files", "nested/file2.csv")); key2 != key {
@@ -208,7 +208,7 @@ descriptors:
 		t.Fatal("a nested wildcard matched at the top level")
 	}
 	l, key = c.Match("d", e("top", "tea", "sub", "s1"))
-	if l == nil || l.RequestsPerUnit != 11 || key != "rls:fw:d|top=t*|sub=s1" {
+	if l == nil || l.RequestsPerUnit != 11 || key != "rls:fw:{d}|top=t*|sub=s1" {
 		t.Fatalf("Match = %+v, %q", l, key)
 	}
 }
@@ -277,7 +277,7 @@ func TestOverride(t *testing.T) {
 		t.Fatal(err)
 	}
 	l, key := c.Override("d", e("k", "v", "k2", ""), UnitMinute, 3)
-	if l == nil || l.FullKey != "d.k_v.k2" || l.Window() != time.Minute || l.RequestsPerUnit != 3 || key != "rls:fw:d|k=v|k2=" {
+	if l == nil || l.FullKey != "d.k_v.k2" || l.Window() != time.Minute || l.RequestsPerUnit != 3 || key != "rls:fw:{d}|k=v|k2=" {
 		t.Fatalf("Override = %+v, %q", l, key)
 	}
 	if l, _ := c.Override("x", e("k", "v"), UnitMinute, 3); l != nil {
