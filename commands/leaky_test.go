@@ -41,6 +41,9 @@ func TestLBThrottleFamilies(t *testing.T) {
 	h := newHarness(t)
 	h.runSteps([]replyStep{
 		{[]string{"LB.THROTTLE", "q", "5", "1"}, ints(0, 6, 5, 0, 1)},
+		// The README's example: two workers of a fleet at 25 calls a second.
+		{[]string{"LB.THROTTLE", "api:partner", "25", "1s", "1", "MS"}, ints(0, 26, 25, 0, 40)},
+		{[]string{"LB.THROTTLE", "api:partner", "25", "1s", "1", "MS"}, ints(0, 26, 24, 40, 80)},
 		{[]string{"CL.THROTTLE", "q", "1", "5", "1"}, wantErr(msgWrongType)},
 		{[]string{"SW.THROTTLE", "q", "5", "1"}, wantErr(msgWrongType)},
 		{[]string{"GET", "q"}, wantErr(msgWrongType)},
