@@ -108,5 +108,15 @@ const (
 	// code, and names the rule (from 1) whose key is of another family.
 	msgAllWrongType       = msgWrongType + " (rule %d)"
 	msgAllQuantityMissing = "ERR QUANTITY needs a value: QUANTITY n, a non-negative integer"
-	msgAllTwice           = "ERR syntax error: %s is given twice" // QUANTITY or MS
+	msgAllTwice           = "ERR syntax error: %s is given twice" // QUANTITY, MS or MAXWAIT
+	// LB.THROTTLE's argument errors, and THROTTLE.ALL's answer to an LB rule.
+	msgLeakyCount  = "ERR count must be an integer from 1 to 4294967295"
+	msgLeakyPeriod = "ERR period must be a positive whole number of seconds or a duration such as " +
+		"250ms, 10s, 5m, 1h or 1d, up to 100 years"
+	msgLeakyMaxWait = "ERR MAXWAIT needs a duration: 0, a whole number of seconds, or a duration such as " +
+		"250ms, 10s, 5m, 1h or 1d, up to 100 years"
+	msgLeakyOption = "ERR unknown option '%s'; the options are MAXWAIT duration and MS"
+	msgAllLeaky    = "ERR THROTTLE.ALL does not take LB rules: an LB call reserves a departure in the future " +
+		"and answers with a wait, while THROTTLE.ALL admits its request now under every rule or none; " +
+		"call LB.THROTTLE on its own"
 )

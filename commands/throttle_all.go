@@ -137,6 +137,9 @@ func parseThrottleAll(args [][]byte, rules []engine.Rule) (throttleAllArgs, stri
 			i += 2
 			continue
 		}
+		if equalFold(word, "lb") {
+			return a, msgAllLeaky
+		}
 		syn := ruleSyntaxOf(word)
 		if syn == nil {
 			return a, fmt.Sprintf(msgAllUnknown, QuoteArg(word))

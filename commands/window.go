@@ -7,7 +7,8 @@ import (
 )
 
 // windowCommands are the sliding-log, sliding-counter and fixed-window
-// limits, and THROTTLE.ALL, which checks several limits at once.
+// limits, the leaky-bucket queue (LB.THROTTLE), and THROTTLE.ALL, which
+// checks several limits at once.
 func windowCommands() []*Command {
 	row := func(name string, f engine.Family, fast Flag, summary string) *Command {
 		return &Command{
@@ -25,6 +26,7 @@ func windowCommands() []*Command {
 			"Admits a request by a sliding-window counter: this window's count plus the previous window's, weighted by overlap."),
 		row("fw.throttle", engine.FamilyFW, FlagFast,
 			"Admits a request if the fixed window it falls in, aligned to the Unix epoch, has room."),
+		leakyCommand(),
 		throttleAllCommand(),
 	}
 }

@@ -179,12 +179,13 @@ func TestWindowCommandInfo(t *testing.T) {
 		{[]string{"COMMAND", "INFO", "sw.throttle"}, info("sw.throttle", "*1\r\n+write\r\n", "*2\r\n+@write\r\n+@slow\r\n")},
 		{[]string{"COMMAND", "INFO", "SWC.THROTTLE"}, info("swc.throttle", fast, "*2\r\n+@write\r\n+@fast\r\n")},
 		{[]string{"COMMAND", "INFO", "fw.throttle"}, info("fw.throttle", fast, "*2\r\n+@write\r\n+@fast\r\n")},
+		{[]string{"COMMAND", "INFO", "lb.throttle"}, info("lb.throttle", fast, "*2\r\n+@write\r\n+@fast\r\n")},
 		{[]string{"COMMAND", "GETKEYS", "SW.THROTTLE", "user:1", "10", "1m"}, wantArray(1) + wantBulk("user:1")},
 		{[]string{"COMMAND", "DOCS", "fw.throttle"}, wantArray(2) + wantBulk("fw.throttle") + wantArray(6) +
 			wantBulks("summary", "Admits a request if the fixed window it falls in, aligned to the Unix epoch, has room.",
 				"since", "0.1.0", "group", "ratelimit")},
 		{[]string{"COMMAND", "LIST", "FILTERBY", "PATTERN", "*.throttle"},
-			wantArray(4) + wantBulks("cl.throttle", "sw.throttle", "swc.throttle", "fw.throttle")},
+			wantArray(5) + wantBulks("cl.throttle", "sw.throttle", "swc.throttle", "fw.throttle", "lb.throttle")},
 	})
 	if strconv.Itoa(engine.MaxWindowLimit) != strings.TrimPrefix(msgWindowLimit, "ERR limit must be an integer from 1 to ") {
 		t.Errorf("msgWindowLimit %q does not name engine.MaxWindowLimit %d", msgWindowLimit, engine.MaxWindowLimit)

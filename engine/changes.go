@@ -23,6 +23,8 @@ type Record struct {
 	// next decision drops them.
 	Log        []int64
 	Quantities []uint32
+	// Tail is an LB key's next free departure, nanoseconds since the epoch.
+	Tail int64
 	// ExpireAtMs is when the key is gone: once the clock in milliseconds is
 	// past it, as Redis's PXAT means it.
 	ExpireAtMs int64
@@ -102,6 +104,8 @@ func (s *shard) snapshot(name string, nowMs int64) Record {
 		// A fixed window never looks at the bucket before.
 		c := s.counter(ent)
 		rec.Start, rec.Cur = c.start, c.cur
+	case FamilyLB:
+		rec.Tail = ent.tail()
 	case FamilySW:
 		l := s.log(ent)
 		rec.Log, rec.Quantities = make([]int64, l.size), make([]uint32, l.size)

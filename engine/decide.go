@@ -144,6 +144,8 @@ func stateOf(rec *Record, nowMs int64) keyState {
 	switch rec.Family {
 	case FamilyCL:
 		st.tat = rec.TAT
+	case FamilyLB:
+		st.tail = rec.Tail
 	case FamilySWC, FamilyFW:
 		st.counter = counterState{start: rec.Start, cur: int64(rec.Cur), prev: int64(rec.Prev), ok: true}
 	case FamilySW:

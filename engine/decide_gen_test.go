@@ -124,10 +124,10 @@ func (g decideGen) state(f Family, now int64, q WindowQuota) Record {
 	case 1:
 		return Record{Deleted: true}
 	case 2:
-		f = pick(g, FamilyCL, FamilySW, FamilySWC, FamilyFW) // perhaps another family
+		f = pick(g, FamilyCL, FamilySW, FamilySWC, FamilyFW, FamilyLB) // perhaps another family
 	}
 	if f == FamilyNone {
-		f = pick(g, FamilyCL, FamilySW, FamilySWC, FamilyFW)
+		f = pick(g, FamilyCL, FamilySW, FamilySWC, FamilyFW, FamilyLB)
 	}
 	rec.Family, rec.ExpireAtMs = f, g.expiry(nowMs)
 	if g.rng.IntN(10) == 0 {
@@ -143,8 +143,40 @@ func (g decideGen) state(f Family, now int64, q WindowQuota) Record {
 		}
 	case FamilySW:
 		rec.Log, rec.Quantities = g.log(now, q)
+	case FamilyLB:
+		rec.Tail = g.tail(now)
 	}
 	return rec
+}
+
+// tail is an LB state's next free departure: around now (the queue
+// drained, or a few intervals long), far ahead, or an extreme.
+func (g decideGen) tail(now int64) int64 {
+	switch g.rng.IntN(8) {
+	case 0:
+		return pick[int64](g, 0, -1, math.MinInt64, math.MaxInt64, now, now+1, now-1)
+	case 1:
+		return now + g.rng.Int64N(MaxWindow)
+	}
+	return now + g.rng.Int64N(20_000_000_000) - 5_000_000_000
+}
+
+// leakyQuota is an LB quota: mostly valid, some at the extremes, a few out
+// of range (ErrLeakyQuota).
+func (g decideGen) leakyQuota() LeakyQuota {
+	q := LeakyQuota{Count: 1 + g.rng.Int64N(20), Period: int64(pick(g, 1, 7, 999_983, 1_000_000, 250_000_000, 1e9, 60e9))}
+	q.MaxWait = pick[int64](g, 0, q.Period, q.Period/2, 3*q.Period, g.rng.Int64N(10e9))
+	switch g.rng.IntN(12) {
+	case 0:
+		q.Count = pick[int64](g, 1, MaxWindowLimit, 1<<62)
+	case 1:
+		q.Period = pick[int64](g, 1, MaxWindow, 1+g.rng.Int64N(MaxWindow))
+	case 2:
+		q.MaxWait = pick[int64](g, MaxWindow, 1+g.rng.Int64N(MaxWindow))
+	case 3:
+		q.Count, q.Period, q.MaxWait = pick[int64](g, 0, -1, 1), pick[int64](g, 0, 1, MaxWindow+1), pick[int64](g, -1, 0, MaxWindow+1)
+	}
+	return q
 }
 
 // tat is a CL state's TAT: near now, near 0, near 2^64-1, far ahead, or
@@ -241,9 +273,12 @@ func (g decideGen) log(now int64, q WindowQuota) ([]int64, []uint32) {
 // rule is a rule of family f on key.
 func (g decideGen) rule(key string, f Family) Rule {
 	r := Rule{Key: []byte(key), Family: f}
-	if f == FamilyCL {
+	switch f {
+	case FamilyCL:
 		r.GCRA = g.gcraQuota()
-	} else {
+	case FamilyLB:
+		r.Leaky = g.leakyQuota()
+	default:
 		r.Window = g.windowQuota()
 	}
 	return r

@@ -33,15 +33,15 @@ func (c decideCase) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "now=%d (ms %d) op=%d qty=%d\n", c.now, c.now/1_000_000, c.op, c.qty)
 	for i, r := range c.rules {
-		fmt.Fprintf(&b, "  rule %d: key=%q family=%s gcra=%+v window=%+v\n", i, r.Key, r.Family.Name(), r.GCRA, r.Window)
+		fmt.Fprintf(&b, "  rule %d: key=%q family=%s gcra=%+v window=%+v leaky=%+v\n", i, r.Key, r.Family.Name(), r.GCRA, r.Window, r.Leaky)
 		fmt.Fprintf(&b, "  state %d: %s\n", i, fmtRecord(c.states[i]))
 	}
 	return b.String()
 }
 
 func fmtRecord(r Record) string {
-	return fmt.Sprintf("{key=%q family=%s deleted=%t tat=%d start=%d cur=%d prev=%d expireAtMs=%d log=%v qs=%v}",
-		r.Key, r.Family.Name(), r.Deleted, r.TAT, r.Start, r.Cur, r.Prev, r.ExpireAtMs, r.Log, r.Quantities)
+	return fmt.Sprintf("{key=%q family=%s deleted=%t tat=%d start=%d cur=%d prev=%d tail=%d expireAtMs=%d log=%v qs=%v}",
+		r.Key, r.Family.Name(), r.Deleted, r.TAT, r.Start, r.Cur, r.Prev, r.Tail, r.ExpireAtMs, r.Log, r.Quantities)
 }
 
 // cloneRecord copies r with slices of its own.
@@ -129,6 +129,8 @@ func sameState(got, want Record) bool {
 		return got.Start == want.Start && got.Cur == want.Cur // a fixed window reads no Prev
 	case FamilySW:
 		return slices.Equal(got.Log, want.Log) && slices.Equal(got.Quantities, want.Quantities)
+	case FamilyLB:
+		return got.Tail == want.Tail
 	}
 	return false
 }
@@ -230,7 +232,7 @@ func slicesEqualRecords(a, b []Record) bool {
 	return slices.EqualFunc(a, b, func(x, y Record) bool {
 		return slices.Equal(x.Log, y.Log) && slices.Equal(x.Quantities, y.Quantities) &&
 			x.Key == y.Key && x.Family == y.Family && x.TAT == y.TAT && x.Start == y.Start &&
-			x.Cur == y.Cur && x.Prev == y.Prev && x.ExpireAtMs == y.ExpireAtMs && x.Deleted == y.Deleted
+			x.Cur == y.Cur && x.Prev == y.Prev && x.Tail == y.Tail && x.ExpireAtMs == y.ExpireAtMs && x.Deleted == y.Deleted
 	})
 }
 
@@ -245,6 +247,7 @@ var decideGroups = []struct {
 	{"SW", OpWindow, FamilySW},
 	{"SWC", OpWindow, FamilySWC},
 	{"FW", OpWindow, FamilyFW},
+	{"LB", OpWindow, FamilyLB},
 	{"ALL", OpAll, FamilyNone},
 }
 
@@ -262,6 +265,9 @@ func newDecideCase(g decideGen, op Op, f Family) decideCase {
 		rf := f
 		if rf == FamilyNone {
 			rf = pick(g, FamilyCL, FamilySW, FamilySWC, FamilyFW)
+			if g.rng.IntN(50) == 0 {
+				rf = FamilyLB // ErrLeakyInAll
+			}
 		}
 		key := "k" + strconv.Itoa(i)
 		if i > 0 && g.rng.IntN(100) == 0 {
@@ -273,7 +279,13 @@ func newDecideCase(g decideGen, op Op, f Family) decideCase {
 		c.rules, c.states = append(c.rules, r), append(c.states, st)
 	}
 	limit := int64(10)
-	if n > 0 && c.rules[0].Family != FamilyCL {
+	switch {
+	case n == 0, c.rules[0].Family == FamilyCL:
+	case c.rules[0].Family == FamilyLB:
+		if q := c.rules[0].Leaky; q.valid() {
+			limit = q.MaxWait/q.Interval() + 1
+		}
+	default:
 		limit = c.rules[0].Window.Limit
 	}
 	c.qty = g.quantity(limit)
@@ -301,7 +313,8 @@ func TestDecideMatchesKeyspace(t *testing.T) {
 			}
 			t.Logf("%d cases: %d admitted, %d limited, %d peeks, %d keys created, %d removed; errors %v",
 				decideCases, tally.admitted, tally.limited, tally.peeks, tally.created, tally.removed, tally.errs)
-			removes := grp.family != FamilySWC && grp.family != FamilyFW // counters only expire
+			// Counters and queues only expire.
+			removes := grp.family != FamilySWC && grp.family != FamilyFW && grp.family != FamilyLB
 			if tally.admitted < decideCases/10 || tally.limited < decideCases/20 || removes && tally.removed == 0 {
 				t.Errorf("the cases do not exercise every outcome")
 			}

@@ -9,6 +9,7 @@ package engine
 type keyState struct {
 	family  Family // FamilyNone: the key does not exist
 	tat     uint64 // CL
+	tail    int64  // LB
 	counter counterState
 	log     *swLog // SW; read, never changed, by judgeState
 }
@@ -22,6 +23,8 @@ func (s *shard) loadState(ent *entry, st *keyState) {
 	switch st.family {
 	case FamilyCL:
 		st.tat = ent.tat()
+	case FamilyLB:
+		st.tail = ent.tail()
 	case FamilyFW, FamilySWC:
 		c := s.counter(ent)
 		st.counter = counterState{start: c.start, cur: int64(c.cur), prev: int64(c.prev), ok: true}
@@ -54,6 +57,11 @@ func judgeState(r *Rule, st *keyState, now, qty int64, v *verdict) error {
 		v.d, v.counter = slidingCounter(now, st.counter, r.Window, qty)
 	case FamilySW:
 		v.d, v.view = slidingLog(now, st.log, r.Window, qty)
+	case FamilyLB:
+		if !r.Leaky.valid() {
+			return ErrLeakyQuota
+		}
+		v.d, v.tail = leakyBucket(now, st.tail, r.Leaky, qty)
 	default:
 		return ErrWrongType
 	}

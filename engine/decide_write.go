@@ -22,6 +22,11 @@ func writeVerdict(rec *Record, st *keyState, r Rule, v *verdict, now, qty int64)
 		}
 	case FamilySW:
 		writeLog(rec, st, r, v.view, now, qty)
+	case FamilyLB:
+		if qty == 0 {
+			return // a peek reserves nothing
+		}
+		*rec = Record{Key: rec.Key, Family: FamilyLB, Tail: v.tail, ExpireAtMs: expireMs(v.tail)}
 	}
 }
 

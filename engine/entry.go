@@ -5,7 +5,7 @@ package engine
 // rule: the key is gone once the clock in milliseconds is past expireAt.
 type entry struct {
 	expireAt int64 // unix ms
-	// state is the family's state: a CL key's TAT; for SWC and FW keys the
+	// state is the family's state: a CL key's TAT; an LB key's tail; for SWC and FW keys the
 	// index of their buckets in shard.counters; for SW keys the index of
 	// their log in shard.logs.
 	state uint64
@@ -50,6 +50,9 @@ func (ent *entry) setPinned(p bool) {
 
 // tat is a CL key's theoretical arrival time.
 func (ent *entry) tat() uint64 { return ent.state }
+
+// tail is an LB key's next free departure.
+func (ent *entry) tail() int64 { return int64(ent.state) }
 
 // counter is an SWC or FW key's buckets, kept beside the slab: the current
 // bucket's start in ns since the epoch, its count, and the previous

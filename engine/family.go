@@ -15,6 +15,9 @@ const (
 	FamilySWC
 	// FamilyFW is a fixed-window key (FW.THROTTLE).
 	FamilyFW
+	// FamilyLB is a leaky-bucket queue key (LB.THROTTLE): its tail, the
+	// next free departure.
+	FamilyLB
 
 	// numFamilies sizes the per-family key counts; new families go above it.
 	numFamilies
@@ -41,6 +44,8 @@ func (f Family) TypeName() string {
 		return "swc"
 	case FamilyFW:
 		return "fw"
+	case FamilyLB:
+		return "lb"
 	}
 	return "none"
 }
@@ -50,7 +55,7 @@ func (f Family) Name() string {
 	switch f {
 	case FamilyCL:
 		return "cl"
-	case FamilySW, FamilySWC, FamilyFW:
+	case FamilySW, FamilySWC, FamilyFW, FamilyLB:
 		return f.TypeName()
 	}
 	return "none"

@@ -245,7 +245,7 @@ func TestUsedAndCounts(t *testing.T) {
 	if e.Used() != 0 || len(e.Counts(nil)) != 0 {
 		t.Errorf("after FLUSHALL: Used %d, Counts %v", e.Used(), e.Counts(nil))
 	}
-	if fs := Families(); len(fs) != 4 || fs[0] != FamilyCL || FamilyCL.Name() != "cl" || FamilySW.Name() != "sw" {
+	if fs := Families(); len(fs) != 5 || fs[0] != FamilyCL || FamilyCL.Name() != "cl" || FamilySW.Name() != "sw" || FamilyLB.Name() != "lb" {
 		t.Errorf("Families = %v", fs)
 	}
 }

@@ -7,7 +7,7 @@ package engine
 // in memory, of the same family, keeps the conservative state, the one
 // that limits more:
 //
-//   - CL: the later TAT;
+//   - CL: the later TAT; LB: the later tail (the longer queue);
 //   - SWC, FW: the later bucket; on the same bucket, each count is the
 //     larger of the two, and the key expires at the later of the two
 //     expiries;
@@ -55,7 +55,7 @@ func (e *Engine) Restore(rec Record) bool {
 // wellFormed reports whether the record's state can be taken as it is.
 func (rec *Record) wellFormed() bool {
 	switch rec.Family {
-	case FamilyCL, FamilySWC, FamilyFW:
+	case FamilyCL, FamilySWC, FamilyFW, FamilyLB:
 		return true
 	case FamilySW:
 		return len(rec.Log) > 0 && len(rec.Log) == len(rec.Quantities)
@@ -68,6 +68,8 @@ func (s *shard) take(ent *entry, rec Record) {
 	switch rec.Family {
 	case FamilyCL:
 		ent.state = rec.TAT
+	case FamilyLB:
+		ent.state = uint64(rec.Tail)
 	case FamilySWC, FamilyFW:
 		*s.counter(ent) = counter{start: rec.Start, cur: rec.Cur, prev: rec.Prev}
 	case FamilySW:
@@ -84,6 +86,9 @@ func (s *shard) merge(ent *entry, rec Record) bool {
 	switch rec.Family {
 	case FamilyCL:
 		taken = rec.TAT > ent.tat()
+		kept = !taken
+	case FamilyLB:
+		taken = rec.Tail > ent.tail()
 		kept = !taken
 	case FamilySWC, FamilyFW:
 		c := s.counter(ent)

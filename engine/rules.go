@@ -49,6 +49,8 @@ type Rule struct {
 	GCRA GCRAQuota
 	// Window is an SW, SWC or FW rule's quota.
 	Window WindowQuota
+	// Leaky is an LB rule's quota.
+	Leaky LeakyQuota
 }
 
 // verdict is one rule's decision and what to write if the request is
@@ -61,10 +63,12 @@ type verdict struct {
 	step    gcraStep     // CL
 	counter counterState // SWC, FW
 	view    swView       // SW
+	tail    int64        // LB
 }
 
-// ThrottleWindow runs one SW, SWC or FW rule: it decides and, when the
-// request is admitted, records it. tx is nil outside a transaction.
+// ThrottleWindow runs one SW, SWC, FW or LB rule: it decides and, when the
+// request is admitted, records it (for LB: reserves its departures, whose
+// wait is the decision's RetryAfter). tx is nil outside a transaction.
 func (e *Engine) ThrottleWindow(tx *Txn, r Rule, quantity int64) (Decision, error) {
 	s, unlock := e.acquire(tx, r.Key)
 	if unlock {
@@ -94,8 +98,8 @@ func (e *Engine) ThrottleWindow(tx *Txn, r Rule, quantity int64) (Decision, erro
 // limited, a rule that would have admitted the quantity reports its
 // remaining and reset_after without it, as nothing was recorded. Rules must
 // name distinct keys (else a *DuplicateKeyError), and there must be at least
-// one (else ErrNoRules). A rule whose key is of another family gets a
-// *RuleWrongTypeError.
+// one (else ErrNoRules), and none of them an LB rule (else ErrLeakyInAll).
+// A rule whose key is of another family gets a *RuleWrongTypeError.
 func (e *Engine) ThrottleAll(tx *Txn, rules []Rule, quantity int64) (Decision, error) {
 	if err := checkRules(rules); err != nil {
 		return Decision{}, err
@@ -203,6 +207,16 @@ func (e *Engine) commit(v *verdict, r Rule, now, qty int64) error {
 	switch r.Family {
 	case FamilyCL:
 		return s.storeGCRA(r.Key, ent, v.step, nowMs)
+	case FamilyLB:
+		if qty == 0 {
+			return nil // a peek reserves nothing
+		}
+		expireAt := expireMs(v.tail)
+		if ent = s.ensure(r.Key, ent, FamilyLB, expireAt, nowMs); ent == nil {
+			return ErrOutOfMemory
+		}
+		ent.state = uint64(v.tail)
+		s.setExpiry(ent, expireAt)
 	case FamilyFW, FamilySWC:
 		if qty == 0 {
 			return nil
@@ -351,13 +365,19 @@ func duplicateKey(rules []Rule) (first, second int, dup bool) {
 }
 
 // checkRules is ThrottleAll's rule on its rules: at least one
-// (ErrNoRules), naming distinct keys (a *DuplicateKeyError).
+// (ErrNoRules), naming distinct keys (a *DuplicateKeyError), none of them
+// LB (ErrLeakyInAll).
 func checkRules(rules []Rule) error {
 	if len(rules) == 0 {
 		return ErrNoRules
 	}
 	if first, second, dup := duplicateKey(rules); dup {
 		return &DuplicateKeyError{First: first, Second: second}
+	}
+	for i := range rules {
+		if rules[i].Family == FamilyLB {
+			return ErrLeakyInAll
+		}
 	}
 	return nil
 }

@@ -19,7 +19,7 @@
 // so one Redis can serve redis-cell and cellserver in turn. A deleted key is
 // DEL <prefix><key>. PXAT needs Redis 6.2 or later.
 //
-// The other families (SW, SWC and FW) are stored under the same key name,
+// The other families (SW, SWC, FW and LB) are stored under the same key name,
 // with the key's expiry, as a string in cellserver's own binary format:
 //
 //	SET <prefix><key> <value> PXAT <expire-at-ms>
@@ -33,6 +33,7 @@
 //	FW:  0x01 "fw:"  varint(start) uvarint(count)
 //	SWC: 0x01 "swc:" varint(start) uvarint(count) uvarint(previous count)
 //	SW:  0x01 "sw:"  uvarint(n) n × ( varint(time − previous time) uvarint(quantity) )
+//	LB:  0x01 "lb:"  varint(tail)
 //
 // start is the current bucket's start (a multiple of the key's window),
 // count the requests counted in it, previous count those of the bucket
@@ -40,7 +41,9 @@
 // time as the difference from the one before it (the first from 0, so its
 // own time), with its quantity (≥ 1); a request costs about 5 bytes
 // (e.g. 4 for a gap of 10 ms, 1 for a quantity below 128). Counts and
-// quantities fit 32 bits. The window itself is not stored: each command
+// quantities fit 32 bits. An LB key's tail is its queue's next free
+// departure (the key expires in the millisecond the queue empties). The
+// window (an LB key's period and MAXWAIT) is not stored: each command
 // names it, as with redis-cell's period. For example, as redis-cli shows
 // them, an SWC key in the bucket that starts at 1,795,336,190 s with 7
 // requests in it and 12 in the one before (16 bytes), and an SW key holding

@@ -19,6 +19,7 @@ const (
 	tagSW  = "sw:"
 	tagSWC = "swc:"
 	tagFW  = "fw:"
+	tagLB  = "lb:"
 )
 
 // errMalformed marks a value in cellserver's format that does not decode.
@@ -38,6 +39,9 @@ func encodeState(buf []byte, rec *engine.Record) ([]byte, bool) {
 		buf = binary.AppendVarint(buf, rec.Start)
 		buf = binary.AppendUvarint(buf, uint64(rec.Cur))
 		return binary.AppendUvarint(buf, uint64(rec.Prev)), true
+	case engine.FamilyLB:
+		buf = append(append(buf, formatVersion), tagLB...)
+		return binary.AppendVarint(buf, rec.Tail), true
 	case engine.FamilySW:
 		if len(rec.Log) == 0 || len(rec.Log) != len(rec.Quantities) {
 			return buf, false
@@ -73,6 +77,9 @@ func decodeState(val string, rec *engine.Record) error {
 	case d.tag(tagSWC):
 		rec.Family = engine.FamilySWC
 		rec.Start, rec.Cur, rec.Prev = d.varint(), d.count(), d.count()
+	case d.tag(tagLB):
+		rec.Family = engine.FamilyLB
+		rec.Tail = d.varint()
 	case d.tag(tagSW):
 		rec.Family = engine.FamilySW
 		n := d.uvarint()

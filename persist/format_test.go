@@ -60,6 +60,10 @@ func TestFormatRoundTrip(t *testing.T) {
 		{Family: engine.FamilySWC, Start: math.MaxInt64, Cur: math.MaxUint32, Prev: math.MaxUint32},
 		{Family: engine.FamilySWC, Start: -250e6, Cur: 1, Prev: 0},
 		{Family: engine.FamilySW, Log: []int64{1}, Quantities: []uint32{1}},
+		{Family: engine.FamilyLB, Tail: 0},
+		{Family: engine.FamilyLB, Tail: math.MaxInt64},
+		{Family: engine.FamilyLB, Tail: math.MinInt64},
+		{Family: engine.FamilyLB, Tail: 1_795_336_190_123_456_789},
 		// Times that go back (a wall clock stepped back) and wrap.
 		{Family: engine.FamilySW, Log: []int64{math.MaxInt64, math.MinInt64, 0, -5, -5}, Quantities: []uint32{math.MaxUint32, 1, 2, 3, 4}},
 	}
@@ -91,6 +95,7 @@ func TestFormatRejectsMalformed(t *testing.T) {
 		encode(t, engine.Record{Family: engine.FamilyFW, Start: 12345, Cur: 2}),
 		encode(t, engine.Record{Family: engine.FamilySWC, Start: 12345, Cur: 2, Prev: 3}),
 		encode(t, engine.Record{Family: engine.FamilySW, Log: []int64{5, 6, 7}, Quantities: []uint32{1, 2, 300}}),
+		encode(t, engine.Record{Family: engine.FamilyLB, Tail: 1_795_336_190_123_456_789}),
 	}
 	var bad []string
 	for _, g := range good {
@@ -163,6 +168,7 @@ func windowRecords(nowMs int64, ttl int64) []engine.Record {
 		{Key: "sw", Family: engine.FamilySW, Log: []int64{now - 5e9, now - 5e9, now - 1, now},
 			Quantities: []uint32{1, 4, 1, 2}, ExpireAtMs: nowMs + ttl},
 		{Key: "sw\x00bin\xff", Family: engine.FamilySW, Log: []int64{now}, Quantities: []uint32{1}, ExpireAtMs: nowMs + ttl},
+		{Key: "lb", Family: engine.FamilyLB, Tail: now + 3e9, ExpireAtMs: nowMs + ttl},
 	}
 }
 
@@ -247,10 +253,11 @@ func hitEveryFamily(t *testing.T, e *engine.Engine, advance func(time.Duration))
 		{Key: []byte("sw"), Family: engine.FamilySW, Window: q},
 		{Key: []byte("swc"), Family: engine.FamilySWC, Window: q},
 		{Key: []byte("fw"), Family: engine.FamilyFW, Window: q},
+		{Key: []byte("lb"), Family: engine.FamilyLB, Leaky: engine.LeakyQuota{Count: 20, Period: int64(time.Minute), MaxWait: int64(2 * time.Minute)}},
 	}
 	for i := range 12 {
 		for _, r := range rules {
-			if _, err := e.ThrottleAll(nil, []engine.Rule{r}, int64(1+i%3)); err != nil {
+			if _, err := throttleOne(e, r, int64(1+i%3)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -270,7 +277,7 @@ func peeks(t *testing.T, e *engine.Engine, rules []engine.Rule) []peeked {
 	t.Helper()
 	var out []peeked
 	for _, r := range rules {
-		d, err := e.ThrottleAll(nil, []engine.Rule{r}, 0)
+		d, err := throttleOne(e, r, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -325,8 +332,8 @@ func restartThrough(t *testing.T, b Backing, now time.Time, ttlSlack int64) {
 	for range 3 {
 		advance(11 * time.Second)
 		for _, r := range rules {
-			d1, _ := e1.ThrottleAll(nil, []engine.Rule{r}, 2)
-			d2, _ := e2.ThrottleAll(nil, []engine.Rule{r}, 2)
+			d1, _ := throttleOne(e1, r, 2)
+			d2, _ := throttleOne(e2, r, 2)
 			if d1 != d2 {
 				t.Errorf("%s: %+v after the restart, %+v without", r.Key, d2, d1)
 			}
@@ -348,4 +355,14 @@ func TestRestartKeepsEveryFamilyRealRedis(t *testing.T) {
 	// The loader turns the server's PTTL into an instant by its own clock,
 	// read a moment later: the expiry may come back a few ms later.
 	restartThrough(t, NewRedis(client, "cellserver:"), time.Now(), 5)
+}
+
+// throttleOne decides one rule of any family: through ThrottleAll, which
+// decides a CL rule as THROTTLE.ALL does, except for an LB rule, which
+// ThrottleAll refuses.
+func throttleOne(e *engine.Engine, r engine.Rule, qty int64) (engine.Decision, error) {
+	if r.Family == engine.FamilyLB {
+		return e.ThrottleWindow(nil, r, qty)
+	}
+	return e.ThrottleAll(nil, []engine.Rule{r}, qty)
 }

@@ -69,7 +69,7 @@ func (c *denyCache) lookup(op *sharedOp, now int64) (engine.Decision, bool) {
 	c.mu.Unlock()
 	r := op.rules[0]
 	if !ok || e.op != op.op || e.rule.Family != r.Family || e.rule.GCRA != r.GCRA ||
-		e.rule.Window != r.Window || op.quantity < e.quantity {
+		e.rule.Window != r.Window || e.rule.Leaky != r.Leaky || op.quantity < e.quantity {
 		return engine.Decision{}, false
 	}
 	recs := [1]engine.Record{e.state}

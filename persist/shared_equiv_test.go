@@ -41,10 +41,14 @@ func randomCase(rng *rand.Rand, i int, now int64) equivCase {
 		if c.op == engine.OpThrottle || c.op == engine.OpAll && rng.IntN(3) == 0 {
 			f = engine.FamilyCL
 		}
+		if c.op == engine.OpWindow && rng.IntN(4) == 0 {
+			f = engine.FamilyLB
+		}
 		r := engine.Rule{Key: []byte(fmt.Sprintf("eq:%d:%d", i, j)), Family: f}
 		r.GCRA = engine.GCRAQuota{MaxBurst: rng.Int64N(5), Count: 1 + rng.Int64N(5), Period: 1 + rng.Int64N(10)}
 		w := int64(time.Second) * (1 + rng.Int64N(60))
 		r.Window = engine.WindowQuota{Limit: 1 + rng.Int64N(6), Window: w}
+		r.Leaky = engine.LeakyQuota{Count: 1 + rng.Int64N(6), Period: w, MaxWait: w * rng.Int64N(3)}
 		c.rules = append(c.rules, r)
 		st := engine.Record{Key: string(r.Key)}
 		if rng.IntN(5) > 0 {
@@ -67,6 +71,8 @@ func randomCase(rng *rand.Rand, i int, now int64) equivCase {
 				if f == engine.FamilySWC {
 					st.Prev = uint32(rng.Int64N(r.Window.Limit + 1))
 				}
+			case engine.FamilyLB:
+				st.Tail = now + rng.Int64N(3*w) - w/2
 			}
 		}
 		c.states = append(c.states, st)

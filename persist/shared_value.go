@@ -8,7 +8,7 @@ import (
 
 // decodeValue reads a key's value in the store into a record for
 // engine.Decide: absent (FamilyNone), a CL key's TAT in redis-cell's format,
-// or an SW, SWC or FW state in cellserver's. It reports false for a value
+// or an SW, SWC, FW or LB state in cellserver's. It reports false for a value
 // that is neither (another application's key), or an SW, SWC or FW state
 // without an expiry, which gets ErrWrongType.
 // A key expired by nowMs reads as absent.
@@ -68,7 +68,8 @@ func encodeValue(rec *engine.Record) storeValue {
 }
 
 // newestTime is the latest instant rec's state holds (an SW log's newest
-// request, an SWC or FW bucket's start), 0 for none: a decision on the key
+// request, an SWC or FW bucket's start), 0 for none (an LB key's tail is
+// a departure to come, not a time the key has seen): a decision on the key
 // is made no earlier, so that instances whose clocks differ within the
 // bound never record a request out of order or roll a bucket back.
 func newestTime(rec *engine.Record) int64 {
