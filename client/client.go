@@ -5,9 +5,11 @@
 //
 // A Quota is redis-cell's GCRA (CL.THROTTLE, which also makes this package a
 // client of Redis with the redis-cell module loaded), the exact sliding log
-// (SW.THROTTLE), the sliding-window counter (SWC.THROTTLE) or the fixed
-// window (FW.THROTTLE). ThrottleAll checks several quotas on several keys at
-// once, all or nothing (THROTTLE.ALL).
+// (SW.THROTTLE), the sliding-window counter (SWC.THROTTLE), the fixed
+// window (FW.THROTTLE) or the leaky bucket as a queue (LB.THROTTLE).
+// ThrottleAll checks several quotas on several keys at once, all or nothing
+// (THROTTLE.ALL). Wait paces calls to someone else's API across a fleet: it
+// reserves a LeakyBucket departure and sleeps until it.
 package client
 
 import (
@@ -40,6 +42,8 @@ type Result struct {
 	Remaining int64
 	// RetryAfter is how long until this same request would be admitted; it
 	// is NoRetry (negative) when it was admitted, and when it never can be.
+	// A LeakyBucket quota's admitted request has a RetryAfter too: the wait
+	// until its departure (0: go now).
 	RetryAfter time.Duration
 	// ResetAfter is how long until the key allows Limit requests again.
 	ResetAfter time.Duration
@@ -79,7 +83,7 @@ func (l *Limiter) ThrottleN(ctx context.Context, key string, q Quota, quantity i
 		return Result{}, fmt.Errorf("client: negative quantity %d", quantity)
 	}
 	name, _ := q.family.command()
-	args := append(append([]any{name, key}, q.args()...), quantity)
+	args := append(append(append([]any{name, key}, q.args()...), quantity), q.options()...)
 	unit := time.Second
 	if q.family != familyGCRA {
 		args, unit = append(args, "MS"), time.Millisecond

@@ -20,7 +20,7 @@ func TestGCRAQuota(t *testing.T) {
 		{name: "redis-cell README", q: GCRA(15, 30, time.Minute), want: "CL 15 30 60"},
 		{name: "no burst", q: GCRA(0, 1, time.Second), want: "CL 0 1 1"},
 		{name: "a day", q: GCRA(99, 1000, 24*time.Hour), want: "CL 99 1000 86400"},
-		{name: "zero", q: Quota{}, wantErr: "client: invalid quota: the zero Quota; make one with GCRA, SlidingLog, SlidingCounter or FixedWindow"},
+		{name: "zero", q: Quota{}, wantErr: "client: invalid quota: the zero Quota; make one with GCRA, SlidingLog, SlidingCounter, FixedWindow or LeakyBucket"},
 		{name: "negative burst", q: GCRA(-1, 30, time.Minute), wantErr: "client: invalid quota: GCRA max burst -1: want 0 to 9223372036854775806"},
 		{name: "burst overflows limit", q: GCRA(math.MaxInt64, 30, time.Minute), wantErr: "client: invalid quota: GCRA max burst 9223372036854775807: want 0 to 9223372036854775806"},
 		{name: "zero count", q: GCRA(15, 0, time.Minute), wantErr: "client: invalid quota: GCRA count 0: want 1 or more"},

@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -45,4 +46,35 @@ func ExampleMiddleware() {
 		},
 	}, hello)
 	http.Handle("/hello", h)
+}
+
+func ExampleLimiter_Wait() {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
+	defer rdb.Close()
+	l := client.NewLimiter(rdb)
+
+	// The partner's API takes 25 calls a second from all of us together:
+	// every worker of every instance waits for its turn on one key, at most
+	// a second (LB.THROTTLE stripe-api 25 1000ms 1 MAXWAIT 1000ms MS).
+	q := client.LeakyBucket(25, time.Second, time.Second)
+	ctx := context.Background()
+	jobs := make(chan string)
+	go func() {
+		defer close(jobs)
+		for _, j := range []string{"invoice-1", "invoice-2", "invoice-3"} {
+			jobs <- j
+		}
+	}()
+	for job := range jobs {
+		var limited *client.LimitedError
+		switch err := l.Wait(ctx, "stripe-api", q); {
+		case errors.As(err, &limited):
+			fmt.Println("queue full; come back in", limited.RetryAfter)
+			continue
+		case err != nil:
+			fmt.Println("no departure:", err)
+			return
+		}
+		fmt.Println("calling the API for", job) // at most one call every 40 ms
+	}
 }

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"fmt"
 	"net"
 	"net/http"
 	"strconv"
@@ -65,10 +66,15 @@ type MiddlewareOptions struct {
 // (fail open, the default) or answered 503 (opts.FailClosed).
 //
 // Middleware panics if q is invalid (q.Err() is not nil), so that a wrong
-// quota is found at start-up rather than on every request.
+// quota is found at start-up rather than on every request, and if q is a
+// LeakyBucket quota, which tells a request when to go rather than whether
+// (pace outgoing calls with Limiter.Wait instead).
 func Middleware(l *Limiter, q Quota, opts MiddlewareOptions, next http.Handler) http.Handler {
 	if err := q.Err(); err != nil {
 		panic(err)
+	}
+	if q.family == familyLB {
+		panic(fmt.Errorf("%w: Middleware admits or refuses a request now, and LeakyBucket quota %v paces it; use Limiter.Wait", ErrInvalidQuota, q))
 	}
 	key := opts.Key
 	if key == nil {

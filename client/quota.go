@@ -18,6 +18,7 @@ const (
 	familySW          // SW.THROTTLE
 	familySWC         // SWC.THROTTLE
 	familyFW          // FW.THROTTLE
+	familyLB          // LB.THROTTLE
 )
 
 // command is the family's command, and its rule name in THROTTLE.ALL.
@@ -31,6 +32,8 @@ func (f family) command() (cmd, rule string) {
 		return "SWC.THROTTLE", "SWC"
 	case familyFW:
 		return "FW.THROTTLE", "FW"
+	case familyLB:
+		return "LB.THROTTLE", "LB"
 	}
 	return "", ""
 }
@@ -46,20 +49,21 @@ const (
 var ErrInvalidQuota = errors.New("client: invalid quota")
 
 // Quota is one rate limit: an algorithm and its parameters. Make one with a
-// constructor (GCRA, SlidingLog, SlidingCounter, FixedWindow); the zero
-// Quota is invalid. A Quota is a small value,
-// safe to copy and to share between goroutines.
+// constructor (GCRA, SlidingLog, SlidingCounter, FixedWindow, LeakyBucket);
+// the zero Quota is invalid. A Quota is a small value, safe to copy and to
+// share between goroutines.
 //
 // A key must always be throttled with the same Quota: the server keeps one
 // state per key, read according to the parameters of each call.
 type Quota struct {
-	family family
-	burst  int64 // GCRA: max_burst
-	count  int64 // GCRA: count per period
-	period int64 // GCRA: whole seconds
-	limit  int64 // windows: requests per window
-	window int64 // windows: whole milliseconds
-	err    error // why the constructor refused its arguments
+	family  family
+	burst   int64 // GCRA: max_burst
+	count   int64 // GCRA: count per period
+	period  int64 // GCRA: whole seconds
+	limit   int64 // windows: requests per window; LB: count per period
+	window  int64 // windows: whole milliseconds; LB: the period, in ms
+	maxWait int64 // LB: whole milliseconds, 0 or more
+	err     error // why the constructor refused its arguments
 }
 
 // GCRA is redis-cell's limit, the generic cell rate algorithm, answered by
@@ -121,6 +125,33 @@ func windowQuota(f family, limit int64, window time.Duration) Quota {
 	return q
 }
 
+// LeakyBucket is a pace rather than a limit, answered by LB.THROTTLE (a
+// leaky bucket as a queue): requests depart count per period, one every
+// period/count, and a call reserves the next free departure and is told how
+// long to wait for it, unless that is more than maxWait away (then it is
+// refused and nothing is reserved). Use it with Limiter.Wait to pace calls
+// to someone else's API across a fleet; Throttle and ThrottleN send
+// LB.THROTTLE and return its reply (a reserved call's RetryAfter is its
+// wait, 0 to go now). count is 1 to 4294967295, period whole milliseconds
+// from 1ms to 100 years, maxWait whole milliseconds from 0 (only a
+// departure now) to 100 years; times come back in milliseconds.
+//
+// LeakyBucket(25, time.Second, time.Second) is
+// `LB.THROTTLE key 25 1000ms 1 MAXWAIT 1000ms MS`: one call every 40 ms, at
+// most 26 queued.
+func LeakyBucket(count int64, period, maxWait time.Duration) Quota {
+	q := Quota{family: familyLB, limit: count, window: int64(period / time.Millisecond), maxWait: int64(maxWait / time.Millisecond)}
+	switch {
+	case count < 1 || count > maxWindowLimit:
+		q.err = fmt.Errorf("%w: LB.THROTTLE count %d: want 1 to %d", ErrInvalidQuota, count, maxWindowLimit)
+	case period < time.Millisecond || period%time.Millisecond != 0 || period > maxWindow:
+		q.err = fmt.Errorf("%w: LB.THROTTLE period %v: want whole milliseconds, 1ms to 100 years", ErrInvalidQuota, period)
+	case maxWait < 0 || maxWait%time.Millisecond != 0 || maxWait > maxWindow:
+		q.err = fmt.Errorf("%w: LB.THROTTLE max wait %v: want whole milliseconds, 0 to 100 years", ErrInvalidQuota, maxWait)
+	}
+	return q
+}
+
 // args are the quota's arguments after the key.
 func (q Quota) args() []any {
 	if q.family == familyGCRA {
@@ -129,24 +160,35 @@ func (q Quota) args() []any {
 	return []any{q.limit, strconv.FormatInt(q.window, 10) + "ms"}
 }
 
+// options are the quota's arguments after the quantity.
+func (q Quota) options() []any {
+	if q.family == familyLB {
+		return []any{"MAXWAIT", strconv.FormatInt(q.maxWait, 10) + "ms"}
+	}
+	return nil
+}
+
 // Err returns nil for a quota the server can run, and otherwise why not (an
 // error wrapping ErrInvalidQuota). Check it where quotas come from
 // configuration, to refuse a bad one at start-up.
 func (q Quota) Err() error {
 	if q.family == familyNone {
-		return fmt.Errorf("%w: the zero Quota; make one with GCRA, SlidingLog, SlidingCounter or FixedWindow", ErrInvalidQuota)
+		return fmt.Errorf("%w: the zero Quota; make one with GCRA, SlidingLog, SlidingCounter, FixedWindow or LeakyBucket", ErrInvalidQuota)
 	}
 	return q.err
 }
 
 // String gives the quota as the arguments of its command, without the key:
-// "CL 15 30 60" for GCRA(15, 30, time.Minute); "invalid quota" when Err is
-// not nil.
+// "CL 15 30 60" for GCRA(15, 30, time.Minute), "LB 25 1000ms MAXWAIT
+// 1000ms" for LeakyBucket(25, time.Second, time.Second); "invalid quota"
+// when Err is not nil.
 func (q Quota) String() string {
 	switch {
 	case q.err != nil:
 	case q.family == familyGCRA:
 		return "CL " + strconv.FormatInt(q.burst, 10) + " " + strconv.FormatInt(q.count, 10) + " " + strconv.FormatInt(q.period, 10)
+	case q.family == familyLB:
+		return "LB " + strconv.FormatInt(q.limit, 10) + " " + strconv.FormatInt(q.window, 10) + "ms MAXWAIT " + strconv.FormatInt(q.maxWait, 10) + "ms"
 	case q.family != familyNone:
 		_, rule := q.family.command()
 		return rule + " " + strconv.FormatInt(q.limit, 10) + " " + strconv.FormatInt(q.window, 10) + "ms"

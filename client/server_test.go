@@ -16,22 +16,38 @@ import (
 )
 
 // testServer is a real cellserver on a free loopback port, wired as
-// cmd/cellserver wires it, on a fake clock.
+// cmd/cellserver wires it, on a fake clock (startServer) or on the wall
+// clock (startWallClockServer).
 type testServer struct {
 	addr  string
-	clock *engine.ManualClock
-	stop  func() // shuts the server down and waits for it; cleanup calls it too
+	clock *engine.ManualClock // nil on the wall clock
+	stop  func()              // shuts the server down and waits for it; cleanup calls it too
 }
 
 func startServer(t *testing.T) *testServer {
+	t.Helper()
+	clock := engine.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	s := startServerOn(t, clock.Now)
+	s.clock = clock
+	return s
+}
+
+// startWallClockServer is a server on time.Now, for the tests of Wait,
+// whose timers run on the wall clock.
+func startWallClockServer(t *testing.T) *testServer {
+	t.Helper()
+	return startServerOn(t, nil)
+}
+
+// startServerOn starts a server whose clock is now (nil: time.Now).
+func startServerOn(t *testing.T, now func() time.Time) *testServer {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	clock := engine.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	log := slog.New(slog.DiscardHandler)
-	eng := engine.New(engine.Options{Now: clock.Now})
+	eng := engine.New(engine.Options{Now: now})
 	cmds := commands.New(commands.Options{Engine: eng, Logger: log})
 	srv := server.New(server.Config{Handler: cmds, Logger: log})
 	cmds.SetHost(srv)
@@ -49,7 +65,7 @@ func startServer(t *testing.T) *testServer {
 		eng.Close()
 	})
 	t.Cleanup(stop)
-	return &testServer{addr: ln.Addr().String(), clock: clock, stop: stop}
+	return &testServer{addr: ln.Addr().String(), stop: stop}
 }
 
 // limiter returns a Limiter on a go-redis client of the server that does
