@@ -41,13 +41,7 @@ func TestExamplePython(t *testing.T) {
 // TestExampleNode runs examples/node/throttle.js (ioredis, installed by
 // `npm ci --prefix examples/node`) against the server.
 func TestExampleNode(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		testenv.SkipOrFail(t, "node is not on PATH (apt-get install nodejs npm)")
-	}
-	if _, err := os.Stat(filepath.Join("..", "examples", "node", "node_modules", "ioredis", "package.json")); err != nil {
-		testenv.SkipOrFail(t, "ioredis is not installed in examples/node/node_modules (npm ci --prefix examples/node)")
-	}
+	node := nodeWithIoredis(t)
 	s := startServer(t)
 	runExample(t, s.addr, node, filepath.Join("..", "examples", "node", "throttle.js"))
 }
@@ -55,6 +49,14 @@ func TestExampleNode(t *testing.T) {
 // runExample runs program script addr and compares its output with
 // examplesOutput.
 func runExample(t *testing.T, addr, program, script string) {
+	t.Helper()
+	if got := runProgram(t, addr, program, script); got != examplesOutput {
+		t.Errorf("%s %s printed\n%s\nwant\n%s", program, script, got, examplesOutput)
+	}
+}
+
+// runProgram runs program script addr and returns what it printed.
+func runProgram(t *testing.T, addr, program, script string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*ioTimeout)
 	defer cancel()
@@ -66,9 +68,24 @@ func runExample(t *testing.T, addr, program, script string) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("%s %s %s: %v\nstdout:\n%s\nstderr:\n%s", program, script, addr, err, stdout.String(), stderr.String())
 	}
-	if got := stdout.String(); got != examplesOutput {
-		t.Errorf("%s %s printed\n%s\nwant\n%s\nstderr:\n%s", program, script, got, examplesOutput, stderr.String())
+	if stderr.Len() > 0 {
+		t.Logf("%s %s: stderr:\n%s", program, script, stderr.String())
 	}
+	return stdout.String()
+}
+
+// nodeWithIoredis returns the path of node, once ioredis is installed in
+// examples/node (npm ci --prefix examples/node).
+func nodeWithIoredis(t *testing.T) string {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		testenv.SkipOrFail(t, "node is not on PATH (apt-get install nodejs npm)")
+	}
+	if _, err := os.Stat(filepath.Join("..", "examples", "node", "node_modules", "ioredis", "package.json")); err != nil {
+		testenv.SkipOrFail(t, "ioredis is not installed in examples/node/node_modules (npm ci --prefix examples/node)")
+	}
+	return node
 }
 
 // pythonWithRedis returns the interpreter that runs the Python example: the
