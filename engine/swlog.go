@@ -19,20 +19,14 @@ import "math/bits"
 // instead: the ring's first c words are the times, the words after them
 // its c quantities two to a word, 12 bytes a request. The form is chosen
 // again, from the requests held, whenever the ring is resized.
-//
-// oldest repeats the time of the oldest request, so that a decision in
-// which no request leaves the window (most of them, when requests come
-// faster than the window slides) reads the log's header alone, not its
-// ring: the ring is another cache miss.
 type swLog struct {
-	ring   []uint64
-	base   int64 // compact form: the time offsets count from
-	oldest int64 // time of the request at head, when size > 0
-	head   int   // index of the oldest request
-	size   int   // requests held
-	total  int64 // sum of the quantities held
-	qbits  uint8 // compact form: low bits holding a quantity less 1
-	wide   bool
+	ring  []uint64
+	base  int64 // compact form: the time offsets count from
+	head  int   // index of the oldest request
+	size  int   // requests held
+	total int64 // sum of the quantities held
+	qbits uint8 // compact form: low bits holding a quantity less 1
+	wide  bool
 }
 
 // bytes is the memory the log's ring takes, for the keyspace's estimate.
@@ -193,14 +187,10 @@ func slidingLog(now int64, l *swLog, q WindowQuota, qty int64) (Decision, swView
 	var v swView
 	size, total := 0, int64(0)
 	if l != nil {
-		switch {
-		case l.size == 0 || l.oldest+q.Window > now:
-			// No request has left the window: the ring is not read.
-		case l.wide:
+		if l.wide {
 			v.drop, v.gone = l.leavingWide(now, q.Window)
-		default:
-			// The compact ring's loop, written out: every decision in
-			// which requests leave the window runs it.
+		} else {
+			// The compact ring's loop, written out: every decision runs it.
 			ring, base, qbits := l.ring, l.base, l.qbits
 			for j := l.head; v.drop < l.size; v.drop++ {
 				if j == len(ring) {
@@ -260,9 +250,6 @@ func (l *swLog) apply(v swView, now int64, qty, limit int64) int64 {
 			l.head -= c
 		}
 		l.size -= v.drop
-		if l.size > 0 {
-			l.oldest, _ = l.get(0) // in the cache line the decision's scan just read
-		}
 	}
 	if qty > 0 {
 		n := uint32(qty)
@@ -277,9 +264,6 @@ func (l *swLog) apply(v swView, now int64, qty, limit int64) int64 {
 			j -= c
 		}
 		l.set(j, now, n)
-		if l.size == 0 {
-			l.oldest = now
-		}
 		l.size++
 		l.total += qty
 	}
@@ -335,7 +319,6 @@ func (l *swLog) resize(c int, at int64, n uint32) {
 		at, n := old.get(i)
 		l.set(i, at, n)
 	}
-	l.oldest = old.oldest
 }
 
 // alloc gives the log an empty ring of capacity c in the form that the
@@ -367,9 +350,6 @@ func newSWLog(times []int64, qs []uint32) *swLog {
 	for i, at := range times {
 		l.set(i, at, qs[i])
 		l.total += int64(qs[i])
-	}
-	if len(times) > 0 {
-		l.oldest = times[0]
 	}
 	return l
 }

@@ -70,9 +70,6 @@ func checkSWLog(t *testing.T, l *swLog, want []swReq) {
 	if l.total != total {
 		t.Fatalf("total %d, want %d", l.total, total)
 	}
-	if len(want) > 0 && l.oldest != want[0].at {
-		t.Fatalf("oldest %d, want %d", l.oldest, want[0].at)
-	}
 	if len(want) > 0 && l.newest() != want[len(want)-1].at {
 		t.Fatalf("newest %d, want %d", l.newest(), want[len(want)-1].at)
 	}
