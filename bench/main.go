@@ -13,8 +13,11 @@
 // for -rounds rounds at each -pipelines depth. A second cellserver, in
 // shared mode on that Redis, runs CL.THROTTLE and SW.THROTTLE beside the
 // scripts they replace; -baseline-bin adds another cellserver binary to
-// compare with. It prints one table of medians over the rounds, each
-// cellserver figure's ratio to its Redis counterparts, then the bytes per
+// compare with. Around each run it reads the server's CPU time from
+// /proc/PID/stat (and, in shared mode, the store's) for the CPU per request.
+// It prints one table of medians over the rounds, each cellserver figure's
+// ratios to its Redis counterparts, of requests/s and of CPU per request,
+// then the bytes per
 // key of each family, and the machine it ran on. When
 // REDIS_CELL_MODULE names redis-cell's shared library, Redis loads it and
 // Redis + redis-cell joins the table.

@@ -82,6 +82,9 @@ func (s *supervisor) start(name, path string, args, env []string, lines func(str
 	return p, nil
 }
 
+// pid is p's process id, whose /proc/PID/stat has its CPU time.
+func (p *process) pid() int { return p.cmd.Process.Pid }
+
 // exited reports whether p has exited.
 func (p *process) exited() bool {
 	select {

@@ -15,11 +15,15 @@ import (
 
 // figures are one redis-benchmark run's results, and the server's
 // counters around it; a latency redis-benchmark did not report (Redis 6's
-// CSV has none) is NaN.
+// CSV has none), or a CPU time that could not be read, is NaN.
 type figures struct {
 	rps      float64 // requests per second
 	p50, p99 float64 // latency percentiles in ms
 	perTrip  float64 // decisions per round trip to the shared store; 0 but in shared mode
+	// cpu is the CPU time the server used over the run, in µs per request;
+	// storeCPU the shared store's (the redis-server that runs the
+	// compare-and-set scripts), 0 but in shared mode.
+	cpu, storeCPU float64
 }
 
 // benchSpec is one redis-benchmark run.

@@ -76,7 +76,8 @@ func (rep *report) throughputPhase(ctx context.Context, t tools, sup *supervisor
 		return err
 	}
 	defer sup.stopOne(rds)
-	addrs := map[string]string{onRedis: rds.addr, onRedisCell: rds.addr}
+	redisProc := serverProc{addr: rds.addr, pid: rds.pid()}
+	servers := map[string]serverProc{onRedis: redisProc, onRedisCell: redisProc}
 	for _, c := range []struct {
 		server, bin string
 		args        []string
@@ -93,7 +94,11 @@ func (rep *report) throughputPhase(ctx context.Context, t tools, sup *supervisor
 			return err
 		}
 		defer sup.stopOne(p)
-		addrs[c.server] = p.addr
+		srv := serverProc{addr: p.addr, pid: p.pid()}
+		if c.server == onShared {
+			srv.storePID = rds.pid()
+		}
+		servers[c.server] = srv
 		fmt.Fprintf(progress, "%s at %s\n", c.server, p.addr)
 	}
 	fmt.Fprintf(progress, "redis-server at %s\n", rds.addr)
@@ -106,7 +111,7 @@ func (rep *report) throughputPhase(ctx context.Context, t tools, sup *supervisor
 		if !rep.opts.selected(tc.name) {
 			continue
 		}
-		if err := tryOnce(ctx, addrs[tc.server], tc); err != nil {
+		if err := tryOnce(ctx, servers[tc.server].addr, tc); err != nil {
 			if tc.server == onRedis || tc.server == onRedisCell {
 				return fmt.Errorf("%s on %s: %w", tc.name, tc.server, err)
 			}
@@ -117,7 +122,7 @@ func (rep *report) throughputPhase(ctx context.Context, t tools, sup *supervisor
 		}
 		rep.tests = append(rep.tests, tc)
 	}
-	runs, notes, err := throughput(ctx, rep.opts, t, addrs, rep.tests, progress)
+	runs, notes, err := throughput(ctx, rep.opts, t, servers, rep.tests, progress)
 	if err != nil {
 		return err
 	}
@@ -165,12 +170,16 @@ func (rep *report) String() string {
 			cmdRows = append(cmdRows, []string{"  " + tc.name, tc.displayCommand()})
 		}
 		b.WriteString(formatTable([]column{{title: "", left: true}, {title: "", left: true}}, cmdRows))
+		b.WriteString("CPU µs/req is the CPU time (utime + stime in /proc/PID/stat, in 10 ms ticks) the server used during the run,\n" +
+			"per request; CPU ratios compare it, a shared-mode row counting its store's too. On a shared machine it is\n" +
+			"steadier than requests/s, which moves with what else runs.\n")
 		b.WriteString("GCRA.lua is redis-cell's GCRA as a script (GET + SET PX); ZSET.lua the hand-written sliding window\n" +
 			"(ZREMRANGEBYSCORE + ZCARD + ZADD + PEXPIRE); both in bench/scripts.go, loaded with SCRIPT LOAD.\n")
 		if rep.hasServer(onShared) {
 			b.WriteString("shared: a cellserver in shared mode (" + strings.Join(sharedArgs("<that redis-server>"), " ") + "):\n" +
 				"every decision is checked and written by its compare-and-set script on the Redis that runs the scripts,\n" +
-				"batched per round trip; decisions/trip is INFO persistence's shared_decisions / shared_round_trips over the run.\n")
+				"batched per round trip; decisions/trip is INFO persistence's shared_decisions / shared_round_trips over the run;\n" +
+				"store µs/req is that redis-server's CPU per request over the run.\n")
 		}
 		if rep.hasServer(onBaseline) {
 			fmt.Fprintf(&b, "%s: the cellserver built as %s (%s), tests named %s, run right after the current one's.\n",

@@ -28,14 +28,14 @@ func TestQuickRun(t *testing.T) {
 	t.Logf("-quick took %v", time.Since(started))
 	out := stdout.String()
 	for _, want := range []string{
-		`(?m)^-P  test +server +requests/s +p50 ms +p99 ms +decisions/trip +ratios$`,
-		`(?m)^ 1  CL\.THROTTLE +cellserver +[0-9,]+ +[0-9.]+ +[0-9.]+ +[0-9.]+× SET, [0-9.]+× GCRA\.lua$`,
+		`(?m)^-P  test +server +requests/s +p50 ms +p99 ms +CPU µs/req +store µs/req +decisions/trip +ratios +CPU ratios$`,
+		`(?m)^ 1  CL\.THROTTLE +cellserver +[0-9,]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+× SET, [0-9.]+× GCRA\.lua( |$)`,
 		`(?m)^16  CL\.THROTTLE +cellserver .*× SET, `,
 		`(?m)^ 1  SET +redis `, `(?m)^16  GCRA\.lua +redis `,
-		`(?m)^16  SW\.THROTTLE +cellserver .*× ZSET\.lua$`, `(?m)^16  ZSET\.lua +redis `,
-		`(?m)^ 1  shared CL\.THROTTLE +cellserver shared +[0-9,]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+× GCRA\.lua$`,
-		`(?m)^16  shared SW\.THROTTLE +cellserver shared +[0-9,]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+× ZSET\.lua$`,
-		`(?m)^16  SWC\.THROTTLE +cellserver .*× ZSET\.lua, `, `(?m)^16  FW\.THROTTLE +cellserver .*× GCRA\.lua$`,
+		`(?m)^16  SW\.THROTTLE +cellserver .*× ZSET\.lua( |$)`, `(?m)^16  ZSET\.lua +redis `,
+		`(?m)^ 1  shared CL\.THROTTLE +cellserver shared +[0-9,]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +([0-9.]+ +)?[0-9.]+ +[0-9.]+× GCRA\.lua( |$)`,
+		`(?m)^16  shared SW\.THROTTLE +cellserver shared +[0-9,]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +([0-9.]+ +)?[0-9.]+ +[0-9.]+× ZSET\.lua( |$)`,
+		`(?m)^16  SWC\.THROTTLE +cellserver .*× ZSET\.lua, `, `(?m)^16  FW\.THROTTLE +cellserver .*× ZSET\.lua, [0-9.]+× GCRA\.lua( |$)`,
 		`(?m)^CL\.THROTTLE +cellserver +2,000 +1 `,
 		// With -quick's 100 keys the memory figures are noise (a collection
 		// between two readings can make them negative); the smoke run checks
@@ -70,7 +70,7 @@ func TestQuickRunWithBaseline(t *testing.T) {
 	}
 	out := stdout.String()
 	for _, want := range []string{
-		`(?m)^ 1  CL\.THROTTLE +cellserver +[0-9,]+ .* [0-9.]+× CL\.THROTTLE@base$`,
+		`(?m)^ 1  CL\.THROTTLE +cellserver +[0-9,]+ .* [0-9.]+× CL\.THROTTLE@base( |$)`,
 		`(?m)^ 1  CL\.THROTTLE@base +cellserver-base +[0-9,]+ `,
 		`(?m)^cellserver-base: the cellserver built as .*, go[0-9.]+\), tests named <test>@base`,
 	} {

@@ -27,10 +27,12 @@ func median(values []float64) float64 {
 
 // medianFigures is the median of each figure over runs, taken separately.
 func medianFigures(runs []figures) figures {
-	var rps, p50, p99, perTrip []float64
+	var rps, p50, p99, perTrip, cpu, storeCPU []float64
 	for _, r := range runs {
 		rps, p50, p99 = append(rps, r.rps), append(p50, r.p50), append(p99, r.p99)
 		perTrip = append(perTrip, r.perTrip)
+		cpu, storeCPU = append(cpu, r.cpu), append(storeCPU, r.storeCPU)
 	}
-	return figures{rps: median(rps), p50: median(p50), p99: median(p99), perTrip: median(perTrip)}
+	return figures{rps: median(rps), p50: median(p50), p99: median(p99), perTrip: median(perTrip),
+		cpu: median(cpu), storeCPU: median(storeCPU)}
 }

@@ -16,10 +16,12 @@ type resultRow struct {
 	ratios []ratio
 }
 
-// ratio is a test's requests per second over another test's.
+// ratio compares a test with another: requests per second, and CPU per
+// request.
 type ratio struct {
-	of string  // the other test
-	x  float64 // this one's rps / the other's
+	of  string  // the other test
+	x   float64 // this one's rps / the other's
+	cpu float64 // this one's CPU per request / the other's; NaN when unknown
 }
 
 // column of a text table.
@@ -71,41 +73,57 @@ func formatTable(cols []column, rows [][]string) string {
 	return b.String()
 }
 
-// formatThroughput is the throughput table; a column of decisions per
-// round trip joins it when a row has them (shared mode).
+// formatThroughput is the throughput table: each row's figures, the
+// server's CPU per request, and its ratios of requests/s and of CPU per
+// request to the tests it is compared with. The store's CPU per request and
+// the decisions per round trip join it when a row has them (shared mode).
 func formatThroughput(rows []resultRow) string {
-	perTrip := false
+	shared := false
 	for _, r := range rows {
-		perTrip = perTrip || r.perTrip > 0
+		shared = shared || r.perTrip > 0 || r.storeCPU > 0
 	}
 	cols := []column{
 		{title: "-P"}, {title: "test", left: true}, {title: "server", left: true},
-		{title: "requests/s"}, {title: "p50 ms"}, {title: "p99 ms"},
+		{title: "requests/s"}, {title: "p50 ms"}, {title: "p99 ms"}, {title: "CPU µs/req"},
 	}
-	if perTrip {
-		cols = append(cols, column{title: "decisions/trip"})
+	if shared {
+		cols = append(cols, column{title: "store µs/req"}, column{title: "decisions/trip"})
 	}
-	cols = append(cols, column{title: "ratios", left: true})
+	cols = append(cols, column{title: "ratios", left: true}, column{title: "CPU ratios", left: true})
 	var cells [][]string
 	for _, r := range rows {
-		var ratios []string
+		var ratios, cpuRatios []string
 		for _, x := range r.ratios {
 			ratios = append(ratios, fmt.Sprintf("%.2f× %s", x.x, x.of))
+			if !math.IsNaN(x.cpu) && !math.IsInf(x.cpu, 0) {
+				cpuRatios = append(cpuRatios, fmt.Sprintf("%.2f× %s", x.cpu, x.of))
+			}
 		}
 		line := []string{
 			strconv.Itoa(r.pipeline), r.test, r.server,
-			formatCount(r.rps), formatMs(r.p50), formatMs(r.p99),
+			formatCount(r.rps), formatMs(r.p50), formatMs(r.p99), formatCPU(r.cpu),
 		}
-		if perTrip {
-			trip := ""
+		if shared {
+			store, trip := "", ""
+			if r.storeCPU > 0 {
+				store = formatCPU(r.storeCPU)
+			}
 			if r.perTrip > 0 {
 				trip = strconv.FormatFloat(r.perTrip, 'f', 1, 64)
 			}
-			line = append(line, trip)
+			line = append(line, store, trip)
 		}
-		cells = append(cells, append(line, strings.Join(ratios, ", ")))
+		cells = append(cells, append(line, strings.Join(ratios, ", "), strings.Join(cpuRatios, ", ")))
 	}
 	return formatTable(cols, cells)
+}
+
+// formatCPU writes a CPU time per request in µs, "-" when unknown.
+func formatCPU(v float64) string {
+	if math.IsNaN(v) {
+		return "-"
+	}
+	return strconv.FormatFloat(v, 'f', 2, 64)
 }
 
 // formatCount writes a non-negative figure rounded to an integer, with

@@ -53,58 +53,62 @@ func TestFormatTable(t *testing.T) {
 }
 
 func TestThroughputTable(t *testing.T) {
+	nan := math.NaN()
 	o := defaultOptions()
 	tests := benchTests(scripts{gcra: "g", zset: "z"}, optionalServers{})
-	f := func(rps, p50, p99 float64) figures { return figures{rps: rps, p50: p50, p99: p99} }
+	f := func(rps, p50, p99, cpu float64) figures { return figures{rps: rps, p50: p50, p99: p99, cpu: cpu} }
 	runs := map[runKey][]figures{
-		{"CL.THROTTLE", 1}:  {f(40000, 1, 2), f(50000, 0.6, 1.5), f(45000, 0.7, 9)},
-		{"SET", 1}:          {f(50000, 0.5, 1)},
-		{"GCRA.lua", 1}:     {f(25000, 1, 3)},
-		{"CL.THROTTLE", 16}: {f(350000, 2, 5.5)},
-		{"SET", 16}:         {f(350000, 2, 4)},
-		{"SW.THROTTLE", 16}: {f(333333.3, 2.063, 4.887)},
-		{"ZSET.lua", 16}:    {f(66666.7, 9.935, 10.863)},
+		{"CL.THROTTLE", 1}:  {f(40000, 1, 2, 12), f(50000, 0.6, 1.5, 10), f(45000, 0.7, 9, 11)},
+		{"SET", 1}:          {f(50000, 0.5, 1, 10)},
+		{"GCRA.lua", 1}:     {f(25000, 1, 3, 20)},
+		{"CL.THROTTLE", 16}: {f(350000, 2, 5.5, 2)},
+		{"SET", 16}:         {f(350000, 2, 4, nan)},
+		{"SW.THROTTLE", 16}: {f(333333.3, 2.063, 4.887, 3.126)},
+		{"ZSET.lua", 16}:    {f(66666.7, 9.935, 10.863, 12.5)},
 	}
 	got := formatThroughput(throughputRows(o, tests, runs))
 	want := "" +
-		"-P  test         server      requests/s  p50 ms  p99 ms  ratios\n" +
-		" 1  CL.THROTTLE  cellserver      45,000   0.700   2.000  0.90× SET, 1.80× GCRA.lua\n" +
-		" 1  SET          redis           50,000   0.500   1.000\n" +
-		" 1  GCRA.lua     redis           25,000   1.000   3.000\n" +
-		"16  CL.THROTTLE  cellserver     350,000   2.000   5.500  1.00× SET\n" +
-		"16  SET          redis          350,000   2.000   4.000\n" +
-		"16  SW.THROTTLE  cellserver     333,333   2.063   4.887  5.00× ZSET.lua\n" +
-		"16  ZSET.lua     redis           66,667   9.935  10.863\n"
+		"-P  test         server      requests/s  p50 ms  p99 ms  CPU µs/req  ratios                     CPU ratios\n" +
+		" 1  CL.THROTTLE  cellserver      45,000   0.700   2.000       11.00  0.90× SET, 1.80× GCRA.lua  1.10× SET, 0.55× GCRA.lua\n" +
+		" 1  SET          redis           50,000   0.500   1.000       10.00\n" +
+		" 1  GCRA.lua     redis           25,000   1.000   3.000       20.00\n" +
+		"16  CL.THROTTLE  cellserver     350,000   2.000   5.500        2.00  1.00× SET\n" +
+		"16  SET          redis          350,000   2.000   4.000           -\n" +
+		"16  SW.THROTTLE  cellserver     333,333   2.063   4.887        3.13  5.00× ZSET.lua             0.25× ZSET.lua\n" +
+		"16  ZSET.lua     redis           66,667   9.935  10.863       12.50\n"
 	if got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 }
 
-// TestSharedAndBaselineTable: shared mode's rows add the decisions per
-// round trip column and compare with the scripts; a baseline's rows follow
-// the current ones', which show their ratio to them.
+// TestSharedAndBaselineTable: shared mode's rows add the store's CPU and
+// the decisions per round trip and compare with the scripts, CPU counting
+// the store's; a baseline's rows follow the current ones', which show their
+// ratio to them.
 func TestSharedAndBaselineTable(t *testing.T) {
 	o := defaultOptions()
 	o.pipelines = []int{16}
 	tests := benchTests(scripts{gcra: "g", zset: "z"}, optionalServers{baseline: true})
-	f := func(rps, perTrip float64) figures { return figures{rps: rps, p50: 1, p99: 2, perTrip: perTrip} }
+	f := func(rps, perTrip, cpu, store float64) figures {
+		return figures{rps: rps, p50: 1, p99: 2, perTrip: perTrip, cpu: cpu, storeCPU: store}
+	}
 	runs := map[runKey][]figures{
-		{"CL.THROTTLE", 16}:        {f(400000, 0)},
-		{"CL.THROTTLE@base", 16}:   {f(380000, 0), f(420000, 0), f(500000, 0)},
-		{"GCRA.lua", 16}:           {f(100000, 0)},
-		{"shared CL.THROTTLE", 16}: {f(150000, 40), f(250000, 60), f(200000, 50.04)},
-		{"ZSET.lua", 16}:           {f(50000, 0)},
-		{"shared SW.THROTTLE", 16}: {f(100000, 7.25)},
+		{"CL.THROTTLE", 16}:        {f(400000, 0, 2, 0)},
+		{"CL.THROTTLE@base", 16}:   {f(380000, 0, 2.5, 0), f(420000, 0, 3, 0), f(500000, 0, 1, 0)},
+		{"GCRA.lua", 16}:           {f(100000, 0, 8, 0)},
+		{"shared CL.THROTTLE", 16}: {f(150000, 40, 5, 4), f(250000, 60, 4, 3), f(200000, 50.04, 4.5, 3.5)},
+		{"ZSET.lua", 16}:           {f(50000, 0, 10, 0)},
+		{"shared SW.THROTTLE", 16}: {f(100000, 7.25, 6, 4)},
 	}
 	got := formatThroughput(throughputRows(o, tests, runs))
 	want := "" +
-		"-P  test                server             requests/s  p50 ms  p99 ms  decisions/trip  ratios\n" +
-		"16  CL.THROTTLE         cellserver            400,000   1.000   2.000                  4.00× GCRA.lua, 0.95× CL.THROTTLE@base\n" +
-		"16  CL.THROTTLE@base    cellserver-base       420,000   1.000   2.000                  4.20× GCRA.lua\n" +
-		"16  GCRA.lua            redis                 100,000   1.000   2.000\n" +
-		"16  shared CL.THROTTLE  cellserver shared     200,000   1.000   2.000            50.0  2.00× GCRA.lua\n" +
-		"16  ZSET.lua            redis                  50,000   1.000   2.000\n" +
-		"16  shared SW.THROTTLE  cellserver shared     100,000   1.000   2.000             7.2  2.00× ZSET.lua\n"
+		"-P  test                server             requests/s  p50 ms  p99 ms  CPU µs/req  store µs/req  decisions/trip  ratios                                  CPU ratios\n" +
+		"16  CL.THROTTLE         cellserver            400,000   1.000   2.000        2.00                                4.00× GCRA.lua, 0.95× CL.THROTTLE@base  0.25× GCRA.lua, 0.80× CL.THROTTLE@base\n" +
+		"16  CL.THROTTLE@base    cellserver-base       420,000   1.000   2.000        2.50                                4.20× GCRA.lua                          0.31× GCRA.lua\n" +
+		"16  GCRA.lua            redis                 100,000   1.000   2.000        8.00\n" +
+		"16  shared CL.THROTTLE  cellserver shared     200,000   1.000   2.000        4.50          3.50            50.0  2.00× GCRA.lua                          1.00× GCRA.lua\n" +
+		"16  ZSET.lua            redis                  50,000   1.000   2.000       10.00\n" +
+		"16  shared SW.THROTTLE  cellserver shared     100,000   1.000   2.000        6.00          4.00             7.2  2.00× ZSET.lua                          1.00× ZSET.lua\n"
 	if got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
@@ -152,5 +156,13 @@ func TestMemoryTable(t *testing.T) {
 		"ZSET.lua     redis         100,000           100      3,718            3,702            -             -\n"
 	if got := formatMemory(results); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestFormatCPU(t *testing.T) {
+	for in, want := range map[float64]string{0: "0.00", 3.126: "3.13", 12.5: "12.50", math.NaN(): "-"} {
+		if got := formatCPU(in); got != want {
+			t.Errorf("formatCPU(%v) = %q, want %q", in, got, want)
+		}
 	}
 }

@@ -113,11 +113,20 @@ type runKey struct {
 	pipeline int
 }
 
+// serverProc is where a server a test runs on answers, and its process
+// and, in shared mode, its store's, whose CPU time each run reads.
+type serverProc struct {
+	addr     string
+	pid      int // the process bench started
+	storePID int // shared mode: the redis-server; 0 otherwise
+}
+
 // throughput runs every test at every pipeline depth, rounds times, the
 // tests of a group in turn (A B A B), and returns each one's runs, and a
 // note for each shared-mode run some of whose decisions were made without
-// the store (it timed out): its figures are not shared mode's.
-func throughput(ctx context.Context, o options, t tools, addrs map[string]string, tests []benchTest, progress io.Writer) (map[runKey][]figures, []string, error) {
+// the store (it timed out): its figures are not shared mode's. Each run's
+// figures include the CPU time its server (and store) used during it.
+func throughput(ctx context.Context, o options, t tools, servers map[string]serverProc, tests []benchTest, progress io.Writer) (map[runKey][]figures, []string, error) {
 	total := len(tests) * len(o.pipelines) * o.rounds
 	done := 0
 	runs := map[runKey][]figures{}
@@ -132,23 +141,29 @@ func throughput(ctx context.Context, o options, t tools, addrs map[string]string
 		for _, p := range o.pipelines {
 			for round := 1; round <= o.rounds; round++ {
 				for _, tc := range members {
+					srv := servers[tc.server]
 					var before sharedCounters
 					var err error
 					if tc.server == onShared {
-						if before, err = readSharedCounters(ctx, addrs[tc.server]); err != nil {
+						if before, err = readSharedCounters(ctx, srv.addr); err != nil {
 							return nil, nil, fmt.Errorf("%s: %w", tc.name, err)
 						}
 					}
+					cpu0, storeCPU0 := processCPU(srv.pid), processCPU(srv.storePID)
 					f, err := runBenchmark(ctx, t.redisBenchmark, benchSpec{
-						addr: addrs[tc.server], clients: o.clients, pipeline: p,
+						addr: srv.addr, clients: o.clients, pipeline: p,
 						requests: o.requests, keyspace: o.keyspace, command: tc.command,
 					})
 					if err != nil {
 						return nil, nil, fmt.Errorf("%s on %s: %w", tc.name, tc.server, err)
 					}
+					f.cpu = cpuPerRequest(cpu0, processCPU(srv.pid), o.requests)
+					if srv.storePID != 0 {
+						f.storeCPU = cpuPerRequest(storeCPU0, processCPU(srv.storePID), o.requests)
+					}
 					perTrip := ""
 					if tc.server == onShared {
-						after, err := readSharedCounters(ctx, addrs[tc.server])
+						after, err := readSharedCounters(ctx, srv.addr)
 						if err != nil {
 							return nil, nil, fmt.Errorf("%s: %w", tc.name, err)
 						}
@@ -160,9 +175,9 @@ func throughput(ctx context.Context, o options, t tools, addrs map[string]string
 						}
 					}
 					done++
-					fmt.Fprintf(progress, "[%d/%d] -P %d round %d/%d %-18s on %-17s %12s rps  p50 %s  p99 %s ms%s\n",
+					fmt.Fprintf(progress, "[%d/%d] -P %d round %d/%d %-18s on %-17s %12s rps  p50 %s  p99 %s ms  %s µs CPU/request%s%s\n",
 						done, total, p, round, o.rounds, tc.name, tc.server, formatCount(f.rps),
-						formatMs(f.p50), formatMs(f.p99), perTrip)
+						formatMs(f.p50), formatMs(f.p99), formatCPU(f.cpu), storeNote(f), perTrip)
 					k := runKey{tc.name, p}
 					runs[k] = append(runs[k], f)
 				}
@@ -172,8 +187,20 @@ func throughput(ctx context.Context, o options, t tools, addrs map[string]string
 	return runs, notes, nil
 }
 
+// storeNote is the progress line's word on the store's CPU, "" but in
+// shared mode.
+func storeNote(f figures) string {
+	if f.storeCPU == 0 {
+		return ""
+	}
+	return " (store " + formatCPU(f.storeCPU) + ")"
+}
+
 // throughputRows are the table's lines: for each pipeline depth, each test's
-// medians and its ratios to the Redis tests it is compared with.
+// medians and its ratios to the Redis tests it is compared with: of
+// requests/s, and of CPU per request, where a shared-mode test's CPU is its
+// cellserver's and its store's together, since the store does the script
+// work that the Redis test's server does alone.
 func throughputRows(o options, tests []benchTest, runs map[runKey][]figures) []resultRow {
 	var rows []resultRow
 	for _, p := range o.pipelines {
@@ -191,7 +218,7 @@ func throughputRows(o options, tests []benchTest, runs map[runKey][]figures) []r
 			row := resultRow{pipeline: p, test: tc.name, server: tc.server, figures: f}
 			for _, v := range tc.versus {
 				if ref, ok := med[v]; ok && ref.rps > 0 {
-					row.ratios = append(row.ratios, ratio{of: v, x: f.rps / ref.rps})
+					row.ratios = append(row.ratios, ratio{of: v, x: f.rps / ref.rps, cpu: (f.cpu + f.storeCPU) / ref.cpu})
 				}
 			}
 			rows = append(rows, row)

@@ -243,13 +243,17 @@ func (e *Engine) commit(v *verdict, r Rule, now, qty int64) error {
 			return nil // a peek that changes nothing
 		}
 		log := s.log(ent)
-		s.used.Add(log.apply(view, now, qty, r.Window.Limit))
+		if grew := log.apply(view, now, qty, r.Window.Limit); grew != 0 {
+			s.used.Add(grew) // an atomic add, spared when the ring kept its size
+		}
 		if log.size == 0 {
 			s.removeKey(r.Key, nowMs)
 			return nil
 		}
 		if qty > 0 {
-			s.setExpiry(ent, expireMs(log.newest()+r.Window.Window))
+			// The request just recorded, at now, is the newest: its expiry
+			// needs no read of the ring.
+			s.setExpiry(ent, expireMs(now+r.Window.Window))
 		}
 	}
 	s.markChanged(s.name(ent))
