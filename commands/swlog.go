@@ -39,14 +39,11 @@ func parseSWLogArgs(args [][]byte) (swLogArgs, string) {
 		}
 		switch v := args[i+1]; {
 		case equalFold(args[i], "count"):
-			n, ok := ParseInt(v)
-			if !ok {
-				return a, msgNotInteger
+			n, msg := parseCount(v, maxSWLogCount)
+			if msg != "" {
+				return a, msg
 			}
-			if n <= 0 {
-				return a, msgPositive
-			}
-			a.count = int(min(n, maxSWLogCount))
+			a.count = n
 		case equalFold(args[i], "window"):
 			w, ok := parseWindow(v)
 			if !ok {
@@ -112,4 +109,17 @@ func writeSWLog(w Writer, log []engine.LogEntry, err error) {
 		w.WriteInt(e.At / int64(time.Millisecond))
 		w.WriteInt(int64(e.Quantity))
 	}
+}
+
+// parseCount reads a COUNT option's value: a positive integer, capped at
+// most; it returns the error text when it is not one.
+func parseCount(b []byte, most int64) (int, string) {
+	n, ok := ParseInt(b)
+	switch {
+	case !ok:
+		return 0, msgNotInteger
+	case n <= 0:
+		return 0, msgPositive
+	}
+	return int(min(n, most)), ""
 }

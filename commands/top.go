@@ -134,14 +134,11 @@ func parseTopArgs(args [][]byte) (topArgs, string) {
 		}
 		switch v := args[i+1]; {
 		case equalFold(args[i], "count"):
-			n, ok := ParseInt(v)
-			if !ok {
-				return a, msgNotInteger
+			n, msg := parseCount(v, 1<<20)
+			if msg != "" {
+				return a, msg
 			}
-			if n <= 0 {
-				return a, msgPositive
-			}
-			a.count = int(min(n, 1<<20))
+			a.count = n
 		case equalFold(args[i], "window"):
 			a.window = v
 		default:

@@ -101,8 +101,16 @@ func (e *Engine) ThrottleWindow(tx *Txn, r Rule, quantity int64) (Decision, erro
 // one (else ErrNoRules), and none of them an LB rule (else ErrLeakyInAll).
 // A rule whose key is of another family gets a *RuleWrongTypeError.
 func (e *Engine) ThrottleAll(tx *Txn, rules []Rule, quantity int64) (Decision, error) {
+	d, _, err := e.throttleAll(tx, rules, quantity, nil)
+	return d, err
+}
+
+// throttleAll is ThrottleAll, each rule's quantity quantities[i] when
+// quantities is not nil (quantity is then the largest of them); it also
+// returns the rules' verdicts.
+func (e *Engine) throttleAll(tx *Txn, rules []Rule, quantity int64, quantities []int64) (Decision, []verdict, error) {
 	if err := checkRules(rules); err != nil {
-		return Decision{}, err
+		return Decision{}, nil, err
 	}
 	if tx == nil {
 		keys := make([][]byte, len(rules))
@@ -112,11 +120,19 @@ func (e *Engine) ThrottleAll(tx *Txn, rules []Rule, quantity int64) (Decision, e
 		tx = e.Begin(keys, false)
 		defer tx.End()
 	}
+	qtyOf := func(i int, qty int64) int64 {
+		if quantities != nil && qty != 0 {
+			// allOrNothing passes either quantity or 0 (its second look
+			// at the rules that would have admitted).
+			return quantities[i]
+		}
+		return qty
+	}
 	now := e.now().UnixNano()
 	vs := make([]verdict, len(rules))
 	judge := func(i int, qty int64) error {
 		s, _ := e.acquire(tx, rules[i].Key)
-		return e.judge(s, rules[i], now, qty, &vs[i])
+		return e.judge(s, rules[i], now, qtyOf(i, qty), &vs[i])
 	}
 	commit := func() error {
 		budgeted, err := e.reserve(vs, rules, now)
@@ -127,7 +143,7 @@ func (e *Engine) ThrottleAll(tx *Txn, rules []Rule, quantity int64) (Decision, e
 			defer unpin(vs, rules)
 		}
 		for i, r := range rules {
-			if err := e.commit(&vs[i], r, now, quantity); err != nil {
+			if err := e.commit(&vs[i], r, now, qtyOf(i, quantity)); err != nil {
 				return err
 			}
 			if budgeted {
@@ -136,7 +152,8 @@ func (e *Engine) ThrottleAll(tx *Txn, rules []Rule, quantity int64) (Decision, e
 		}
 		return nil
 	}
-	return allOrNothing(vs, quantity, judge, commit)
+	d, err := allOrNothing(vs, quantity, judge, commit)
+	return d, vs, err
 }
 
 // combine folds the rules' decisions into ThrottleAll's: the least

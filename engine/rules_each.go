@@ -10,55 +10,14 @@ package engine
 // reset_after without it. A rule of quantity 0 checks without recording.
 // It returns the combined decision as ThrottleAll does.
 func (e *Engine) ThrottleAllEach(tx *Txn, rules []Rule, quantities []int64, each []Decision) (Decision, error) {
-	if err := checkRules(rules); err != nil {
-		return Decision{}, err
-	}
 	if len(quantities) != len(rules) || len(each) != len(rules) {
 		panic("engine: ThrottleAllEach needs a quantity and a decision per rule")
 	}
-	if tx == nil {
-		keys := make([][]byte, len(rules))
-		for i, r := range rules {
-			keys[i] = r.Key
-		}
-		tx = e.Begin(keys, false)
-		defer tx.End()
-	}
-	// allOrNothing passes judge either its quantity or 0 (the second look
-	// at the rules that would have admitted): any positive stand-in makes
-	// judge use the rule's own quantity.
 	most := int64(0)
 	for _, q := range quantities {
 		most = max(most, q)
 	}
-	now := e.now().UnixNano()
-	vs := make([]verdict, len(rules))
-	judge := func(i int, qty int64) error {
-		if qty != 0 {
-			qty = quantities[i]
-		}
-		s, _ := e.acquire(tx, rules[i].Key)
-		return e.judge(s, rules[i], now, qty, &vs[i])
-	}
-	commit := func() error {
-		budgeted, err := e.reserve(vs, rules, now)
-		if err != nil {
-			return err
-		}
-		if budgeted {
-			defer unpin(vs, rules)
-		}
-		for i, r := range rules {
-			if err := e.commit(&vs[i], r, now, quantities[i]); err != nil {
-				return err
-			}
-			if budgeted {
-				pin(vs, rules, i, true)
-			}
-		}
-		return nil
-	}
-	d, err := allOrNothing(vs, most, judge, commit)
+	d, vs, err := e.throttleAll(tx, rules, most, quantities)
 	if err != nil {
 		return Decision{}, err
 	}
