@@ -34,19 +34,8 @@ func leakyThrottle(cx *Context, w Writer, args [][]byte) {
 		return
 	}
 
-	// >> Operation
-	rule := engine.Rule{Key: args[1], Family: engine.FamilyLB, Leaky: a.quota}
-	t := cx.tallyKey(args[1], engine.FamilyLB)
-	if st := cx.store(); st != nil {
-		storeDecision(cx, t, w, a.millis, func(done func(engine.Decision, error)) {
-			st.ThrottleWindow(rule, a.quantity, done)
-		})
-		return
-	}
-	d, err := cx.Engine().ThrottleWindow(cx.Tx, rule, a.quantity)
-
-	// >> Response
-	writeDecision(t, w, d, err, a.millis)
+	// >> Operation and Response
+	decideRule(cx, w, engine.Rule{Key: args[1], Family: engine.FamilyLB, Leaky: a.quota}, a.quantity, a.millis)
 }
 
 // parseLeakyArgs reads key count period [quantity] [MAXWAIT duration] [MS]

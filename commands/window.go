@@ -59,20 +59,24 @@ func windowThrottle(f engine.Family, name string) Handler {
 			return
 		}
 
-		// >> Operation
-		rule := engine.Rule{Key: args[1], Family: f, Window: a.quota}
-		t := cx.tallyKey(args[1], f)
-		if st := cx.store(); st != nil {
-			storeDecision(cx, t, w, a.millis, func(done func(engine.Decision, error)) {
-				st.ThrottleWindow(rule, a.quantity, done)
-			})
-			return
-		}
-		d, err := cx.Engine().ThrottleWindow(cx.Tx, rule, a.quantity)
-
-		// >> Response
-		writeDecision(t, w, d, err, a.millis)
+		// >> Operation and Response
+		decideRule(cx, w, engine.Rule{Key: args[1], Family: f, Window: a.quota}, a.quantity, a.millis)
 	}
+}
+
+// decideRule decides one rule that is not CL.THROTTLE's (a window's, or
+// LB.THROTTLE's), in the store in shared mode or else in the engine, and
+// writes the decision, times in seconds or, with millis, milliseconds.
+func decideRule(cx *Context, w Writer, rule engine.Rule, quantity int64, millis bool) {
+	t := cx.tallyKey(rule.Key, rule.Family)
+	if st := cx.store(); st != nil {
+		storeDecision(cx, t, w, millis, func(done func(engine.Decision, error)) {
+			st.ThrottleWindow(rule, quantity, done)
+		})
+		return
+	}
+	d, err := cx.Engine().ThrottleWindow(cx.Tx, rule, quantity)
+	writeDecision(t, w, d, err, millis)
 }
 
 // parseWindowArgs reads key limit window [quantity] [MS] (args[0] is the
