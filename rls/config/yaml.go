@@ -240,16 +240,7 @@ func (d *decoder) root(m *yaml.Node, r *yamlRoot) {
 }
 
 func (d *decoder) descriptors(n *yaml.Node) []yamlDescriptor {
-	if isNull(n) {
-		return nil
-	}
-	if n.Kind != yaml.SequenceNode {
-		d.typeError(n, "a list of descriptors")
-		return nil
-	}
-	out := make([]yamlDescriptor, 0, len(n.Content))
-	for _, e := range n.Content {
-		e = resolve(e) // a mapping: validateKeys checked
+	return decodeList(d, n, "a list of descriptors", func(e *yaml.Node) yamlDescriptor {
 		ds := yamlDescriptor{Line: e.Line}
 		fields(e, func(key string, k, v *yaml.Node) {
 			switch key {
@@ -271,7 +262,23 @@ func (d *decoder) descriptors(n *yaml.Node) []yamlDescriptor {
 				ds.ShareThreshold = d.bool(v)
 			}
 		})
-		out = append(out, ds)
+		return ds
+	})
+}
+
+// decodeList decodes a list, item by item (each a mapping: validateKeys
+// checked), what naming it in a type error; null is no list.
+func decodeList[T any](d *decoder, n *yaml.Node, what string, item func(e *yaml.Node) T) []T {
+	if isNull(n) {
+		return nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		d.typeError(n, what)
+		return nil
+	}
+	out := make([]T, 0, len(n.Content))
+	for _, e := range n.Content {
+		out = append(out, item(resolve(e)))
 	}
 	return out
 }
@@ -309,25 +316,15 @@ func (d *decoder) rateLimit(n *yaml.Node) *yamlRateLimit {
 }
 
 func (d *decoder) replaces(n *yaml.Node) []yamlReplaces {
-	if isNull(n) {
-		return nil
-	}
-	if n.Kind != yaml.SequenceNode {
-		d.typeError(n, "a list of replaces")
-		return nil
-	}
-	out := make([]yamlReplaces, 0, len(n.Content))
-	for _, e := range n.Content {
-		e = resolve(e)
+	return decodeList(d, n, "a list of replaces", func(e *yaml.Node) yamlReplaces {
 		r := yamlReplaces{Line: e.Line}
 		fields(e, func(key string, k, v *yaml.Node) {
 			if key == "name" {
 				r.Name = d.str(v)
 			}
 		})
-		out = append(out, r)
-	}
-	return out
+		return r
+	})
 }
 
 // str decodes a string field: any scalar's text, as yaml.v2 does; null is "".
