@@ -155,7 +155,7 @@ type serverProc struct {
 	addr     string
 	rlsAddr  string // its RLS (gRPC) address; "" when it serves none
 	pid      int    // the process bench started
-	storePID int // shared mode: the redis-server; 0 otherwise
+	storePID int    // shared mode: the redis-server; 0 otherwise
 }
 
 // throughput runs every test at every pipeline depth, rounds times, the
