@@ -13,7 +13,11 @@
 // for -rounds rounds at each -pipelines depth. A second cellserver, in
 // shared mode on that Redis, runs CL.THROTTLE and SW.THROTTLE beside the
 // scripts they replace; -baseline-bin adds another cellserver binary to
-// compare with. Around each run it reads the server's CPU time from
+// compare with. The cellserver also serves Envoy's rate limit service
+// (RLS, gRPC) when the RLS test is selected: bench's own client calls it
+// (-clients streams over a few connections, -n calls, at -P 1 only: gRPC has
+// no pipelining) beside the same limit through FW.THROTTLE over RESP.
+// Around each run it reads the server's CPU time from
 // /proc/PID/stat (and, in shared mode, the store's) for the CPU per request.
 // It prints one table of medians over the rounds, each cellserver figure's
 // ratios to its Redis counterparts, of requests/s and of CPU per request,
@@ -159,7 +163,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.swKeys, "sw-keys", o.swKeys,
 		fmt.Sprintf("memory: sliding-log keys, each holding %d requests", swRequests))
 	fs.BoolVar(&o.skipMemory, "skip-memory", false, "skip the memory measurement")
-	only := fs.String("only", "", "run only the tests whose name matches this regexp (CL.THROTTLE, SET, GCRA.lua, ...)")
+	only := fs.String("only", "", "run only the tests whose name matches this regexp (CL.THROTTLE, SET, GCRA.lua, RLS, ...)")
 	fs.StringVar(&o.baselineBin, "baseline-bin", "", "a cellserver `binary` (say, an older commit's) run beside the current one, test by test (CL.THROTTLE@base ...)")
 	fs.BoolVar(&o.quick, "quick", false, "a tiny run (1 round, few requests and keys) for smoke tests; figures mean nothing")
 	if err := fs.Parse(args); err != nil {

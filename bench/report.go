@@ -63,9 +63,11 @@ func measure(ctx context.Context, o options, t tools, sup *supervisor, progress 
 func (rep *report) throughputPhase(ctx context.Context, t tools, sup *supervisor, bin, dir string, progress io.Writer) error {
 	with := optionalServers{redisCell: t.cellModule != "", baseline: rep.opts.baselineBin != ""}
 	needed := map[string]bool{}
+	rlsNeeded := false
 	for _, tc := range benchTests(scripts{}, with) {
-		if rep.opts.selected(tc.name) {
+		if rep.opts.selected(tc.name) && rep.opts.pipelinesOf(tc.group) != nil {
 			needed[tc.server] = true
+			rlsNeeded = rlsNeeded || tc.grpc
 		}
 	}
 	if len(needed) == 0 {
@@ -78,11 +80,18 @@ func (rep *report) throughputPhase(ctx context.Context, t tools, sup *supervisor
 	defer sup.stopOne(rds)
 	redisProc := serverProc{addr: rds.addr, pid: rds.pid()}
 	servers := map[string]serverProc{onRedis: redisProc, onRedisCell: redisProc}
+	var cellArgs []string
+	rlsAddr := ""
+	if rlsNeeded {
+		if cellArgs, rlsAddr, err = rlsArgs(dir); err != nil {
+			return err
+		}
+	}
 	for _, c := range []struct {
 		server, bin string
 		args        []string
 	}{
-		{onCellserver, bin, nil},
+		{onCellserver, bin, cellArgs},
 		{onBaseline, rep.opts.baselineBin, nil},
 		{onShared, bin, sharedArgs(rds.addr)},
 	} {
@@ -98,8 +107,14 @@ func (rep *report) throughputPhase(ctx context.Context, t tools, sup *supervisor
 		if c.server == onShared {
 			srv.storePID = rds.pid()
 		}
+		if c.server == onCellserver {
+			srv.rlsAddr = rlsAddr
+		}
 		servers[c.server] = srv
 		fmt.Fprintf(progress, "%s at %s\n", c.server, p.addr)
+		if c.server == onCellserver && rlsAddr != "" {
+			fmt.Fprintf(progress, "%s RLS (gRPC) at %s\n", c.server, rlsAddr)
+		}
 	}
 	fmt.Fprintf(progress, "redis-server at %s\n", rds.addr)
 
@@ -111,7 +126,11 @@ func (rep *report) throughputPhase(ctx context.Context, t tools, sup *supervisor
 		if !rep.opts.selected(tc.name) {
 			continue
 		}
-		if err := tryOnce(ctx, servers[tc.server].addr, tc); err != nil {
+		if rep.opts.pipelinesOf(tc.group) == nil {
+			rep.skipped = append(rep.skipped, tc.name+": runs at -P 1 only (gRPC has no pipelining), and -pipelines has no 1")
+			continue
+		}
+		if err := tryOnce(ctx, servers[tc.server], tc); err != nil {
 			if tc.server == onRedis || tc.server == onRedisCell {
 				return fmt.Errorf("%s on %s: %w", tc.name, tc.server, err)
 			}
@@ -141,10 +160,23 @@ func (rep *report) hasServer(server string) bool {
 	return false
 }
 
-// tryOnce sends tc's command once, with a fixed key, and returns the error
-// it gets, if any.
-func tryOnce(ctx context.Context, addr string, tc benchTest) error {
-	rdb := newClient(addr, 1)
+// hasTest reports whether the test called name ran.
+func (rep *report) hasTest(name string) bool {
+	for _, tc := range rep.tests {
+		if tc.name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// tryOnce sends tc's command once to srv, with a fixed key, and returns
+// the error it gets, if any.
+func tryOnce(ctx context.Context, srv serverProc, tc benchTest) error {
+	if tc.grpc {
+		return tryRLS(ctx, srv.rlsAddr)
+	}
+	rdb := newClient(srv.addr, 1)
 	defer rdb.Close()
 	args := make([]any, len(tc.command))
 	for i, a := range tc.command {
@@ -175,6 +207,14 @@ func (rep *report) String() string {
 			"steadier than requests/s, which moves with what else runs.\n")
 		b.WriteString("GCRA.lua is redis-cell's GCRA as a script (GET + SET PX); ZSET.lua the hand-written sliding window\n" +
 			"(ZREMRANGEBYSCORE + ZCARD + ZADD + PEXPIRE); both in bench/scripts.go, loaded with SCRIPT LOAD.\n")
+		if rep.hasTest(testRLS) {
+			fmt.Fprintf(&b, "RLS: Envoy's rate limit service (gRPC, --rls-addr, --rls-config) of the same cellserver, called by bench's\n"+
+				"own Go client, not redis-benchmark: %d concurrent streams (-clients) over %d HTTP/2 connections, %s calls\n"+
+				"(-n), each with one descriptor, waiting for its answer (gRPC has no pipelining, so RLS runs at -P 1 only);\n"+
+				"requests/s are decisions/s. Every call is admitted and counted. Its ratios are to %s, the same\n"+
+				"limit on the same key over RESP, alternated with it; its CPU µs/req is the server's per decision.\n",
+				o.clients, rlsConns, formatCount(float64(o.requests)), testRLSRESP)
+		}
 		if rep.hasServer(onShared) {
 			b.WriteString("shared: a cellserver in shared mode (" + strings.Join(sharedArgs("<that redis-server>"), " ") + "):\n" +
 				"every decision is checked and written by its compare-and-set script on the Redis that runs the scripts,\n" +

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -123,18 +124,70 @@ func TestBenchTests(t *testing.T) {
 		return strings.Join(names, " ")
 	}
 	want := "CL.THROTTLE/cellserver SET/redis GCRA.lua/redis redis-cell/redis+redis-cell shared CL.THROTTLE/cellserver shared " +
-		"SW.THROTTLE/cellserver ZSET.lua/redis shared SW.THROTTLE/cellserver shared SWC.THROTTLE/cellserver FW.THROTTLE/cellserver"
+		"SW.THROTTLE/cellserver ZSET.lua/redis shared SW.THROTTLE/cellserver shared SWC.THROTTLE/cellserver FW.THROTTLE/cellserver " +
+		"RLS/cellserver RLS FW.THROTTLE/cellserver"
 	if got := names(optionalServers{redisCell: true}); got != want {
 		t.Errorf("tests with redis-cell:\n got %s\nwant %s", got, want)
 	}
 	want = "CL.THROTTLE/cellserver CL.THROTTLE@base/cellserver-base SET/redis GCRA.lua/redis shared CL.THROTTLE/cellserver shared " +
 		"SW.THROTTLE/cellserver SW.THROTTLE@base/cellserver-base ZSET.lua/redis shared SW.THROTTLE/cellserver shared " +
-		"SWC.THROTTLE/cellserver SWC.THROTTLE@base/cellserver-base FW.THROTTLE/cellserver FW.THROTTLE@base/cellserver-base"
+		"SWC.THROTTLE/cellserver SWC.THROTTLE@base/cellserver-base FW.THROTTLE/cellserver FW.THROTTLE@base/cellserver-base " +
+		"RLS/cellserver RLS FW.THROTTLE/cellserver" // RLS is not run on the baseline
 	if got := names(optionalServers{baseline: true}); got != want {
 		t.Errorf("tests with a baseline:\n got %s\nwant %s", got, want)
 	}
 	if got := benchTests(scripts{gcra: "abc"}, optionalServers{})[2].displayCommand(); got != "EVALSHA <GCRA sha> 1 gcra:__rand_int__ 15 30 60" {
 		t.Errorf("GCRA.lua's command shows as %q", got)
+	}
+	for _, tc := range benchTests(scripts{}, optionalServers{}) {
+		var want string
+		switch tc.name {
+		case testRLS:
+			want = "ShouldRateLimit {bench: user=__rand_int__} over gRPC; limit 1,000,000,000 per hour (fixed_window, --rls-config)"
+		case testRLSRESP:
+			// The key rls/config gives the RLS limit, so that both count
+			// on the same keys.
+			want = "FW.THROTTLE rls:fw:{bench}|user=__rand_int__ 1000000000 3600"
+		default:
+			continue
+		}
+		if got := tc.displayCommand(); got != want {
+			t.Errorf("%s's command shows as %q, want %q", tc.name, got, want)
+		}
+	}
+}
+
+// TestRLSAtPipelineOne: the RLS group runs at -P 1 only, and not at all
+// when -pipelines has no 1; its row compares with the RESP one.
+func TestRLSAtPipelineOne(t *testing.T) {
+	o := defaultOptions()
+	for _, c := range []struct {
+		pipelines []int
+		want      string
+	}{{[]int{1, 16}, "[1]"}, {[]int{16, 1}, "[1]"}, {[]int{4, 16}, "[]"}} {
+		o.pipelines = c.pipelines
+		if got := fmt.Sprint(o.pipelinesOf(groupRLS)); got != c.want {
+			t.Errorf("-pipelines %v: RLS runs at %s, want %s", c.pipelines, got, c.want)
+		}
+		if got := fmt.Sprint(o.pipelinesOf(groupWindow)); got != fmt.Sprint(c.pipelines) {
+			t.Errorf("-pipelines %v: the windows run at %s", c.pipelines, got)
+		}
+	}
+	o.pipelines = []int{1, 16}
+	f := func(rps, cpu float64) figures { return figures{rps: rps, p50: 1, p99: 2, cpu: cpu} }
+	runs := map[runKey][]figures{
+		{testRLS, 1}:     {f(30000, 30)},
+		{testRLSRESP, 1}: {f(75000, 12)},
+		{"SET", 16}:      {f(500000, 1)},
+	}
+	got := formatThroughput(throughputRows(o, benchTests(scripts{}, optionalServers{}), runs))
+	want := "" +
+		"-P  test             server      requests/s  p50 ms  p99 ms  CPU µs/req  ratios                 CPU ratios\n" +
+		" 1  RLS              cellserver      30,000   1.000   2.000       30.00  0.40× RLS FW.THROTTLE  2.50× RLS FW.THROTTLE\n" +
+		" 1  RLS FW.THROTTLE  cellserver      75,000   1.000   2.000       12.00\n" +
+		"16  SET              redis          500,000   1.000   2.000        1.00\n"
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 }
 

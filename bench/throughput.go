@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -33,13 +35,36 @@ type benchTest struct {
 	command []string // __rand_int__ becomes a random 12-digit number
 	group   int      // the tests of a group run in turn, A B A B, round by round
 	versus  []string // the Redis tests this one's ratios are taken against
+	// grpc: the test calls the server's RLS (gRPC) with bench's own load
+	// generator, runRLS, not redis-benchmark; command is only its legend.
+	grpc bool
 }
 
 // Test groups.
 const (
 	groupGCRA   = iota // CL.THROTTLE and what it replaces
 	groupWindow        // the window families and the ZSET script
+	groupRLS           // RLS over gRPC and the same limit over RESP, at -P 1 only
 )
+
+// Names of the RLS test and its RESP counterpart: -only '^RLS' selects
+// both.
+const (
+	testRLS     = "RLS"
+	testRLSRESP = "RLS FW.THROTTLE"
+)
+
+// pipelinesOf are the -P depths group runs at: RLS has no pipelining, so
+// its group runs at 1 only, if -pipelines has 1.
+func (o options) pipelinesOf(group int) []int {
+	if group != groupRLS {
+		return o.pipelines
+	}
+	if slices.Contains(o.pipelines, 1) {
+		return []int{1}
+	}
+	return nil
+}
 
 // benchTests are the tests in the table's order: CL.THROTTLE against Redis
 // SET (the speed limit), the GCRA script and redis-cell (when loaded);
@@ -92,12 +117,23 @@ func benchTests(sc scripts, with optionalServers) []benchTest {
 	add(benchTest{name: "FW.THROTTLE", server: onCellserver, group: groupWindow,
 		command: []string{"FW.THROTTLE", "fw:__rand_int__", "100", "60"},
 		versus:  windowVersus})
+	// Not on the baseline, which may not serve RLS.
+	tests = append(tests,
+		benchTest{name: testRLS, server: onCellserver, group: groupRLS, grpc: true,
+			command: []string{"ShouldRateLimit", "domain", rlsDomain, "descriptor", rlsEntry + "=__rand_int__"},
+			versus:  []string{testRLSRESP}},
+		benchTest{name: testRLSRESP, server: onCellserver, group: groupRLS,
+			command: []string{"FW.THROTTLE", rlsKey + "__rand_int__", strconv.Itoa(rlsLimit), "3600"}})
 	return tests
 }
 
 // displayCommand is t's command as the table's legend shows it.
 func (t benchTest) displayCommand() string {
 	c := append([]string(nil), t.command...)
+	if t.grpc {
+		return fmt.Sprintf("%s {%s: %s} over gRPC; limit %s per hour (fixed_window, --rls-config)",
+			c[0], c[2], c[4], formatCount(rlsLimit))
+	}
 	if c[0] == "EVALSHA" {
 		c[1] = "<" + strings.TrimSuffix(t.name, ".lua") + " sha>"
 	}
@@ -117,8 +153,9 @@ type runKey struct {
 // and, in shared mode, its store's, whose CPU time each run reads.
 type serverProc struct {
 	addr     string
-	pid      int // the process bench started
-	storePID int // shared mode: the redis-server; 0 otherwise
+	rlsAddr  string // its RLS (gRPC) address; "" when it serves none
+	pid      int    // the process bench started
+	storePID int    // shared mode: the redis-server; 0 otherwise
 }
 
 // throughput runs every test at every pipeline depth, rounds times, the
@@ -127,18 +164,21 @@ type serverProc struct {
 // the store (it timed out): its figures are not shared mode's. Each run's
 // figures include the CPU time its server (and store) used during it.
 func throughput(ctx context.Context, o options, t tools, servers map[string]serverProc, tests []benchTest, progress io.Writer) (map[runKey][]figures, []string, error) {
-	total := len(tests) * len(o.pipelines) * o.rounds
+	total := 0
+	for _, tc := range tests {
+		total += len(o.pipelinesOf(tc.group)) * o.rounds
+	}
 	done := 0
 	runs := map[runKey][]figures{}
 	var notes []string
-	for _, group := range []int{groupGCRA, groupWindow} {
+	for _, group := range []int{groupGCRA, groupWindow, groupRLS} {
 		var members []benchTest
 		for _, tc := range tests {
 			if tc.group == group {
 				members = append(members, tc)
 			}
 		}
-		for _, p := range o.pipelines {
+		for _, p := range o.pipelinesOf(group) {
 			for round := 1; round <= o.rounds; round++ {
 				for _, tc := range members {
 					srv := servers[tc.server]
@@ -150,10 +190,17 @@ func throughput(ctx context.Context, o options, t tools, servers map[string]serv
 						}
 					}
 					cpu0, storeCPU0 := processCPU(srv.pid), processCPU(srv.storePID)
-					f, err := runBenchmark(ctx, t.redisBenchmark, benchSpec{
+					spec := benchSpec{
 						addr: srv.addr, clients: o.clients, pipeline: p,
 						requests: o.requests, keyspace: o.keyspace, command: tc.command,
-					})
+					}
+					var f figures
+					if tc.grpc {
+						spec.addr = srv.rlsAddr
+						f, err = runRLS(ctx, spec)
+					} else {
+						f, err = runBenchmark(ctx, t.redisBenchmark, spec)
+					}
 					if err != nil {
 						return nil, nil, fmt.Errorf("%s on %s: %w", tc.name, tc.server, err)
 					}
