@@ -237,7 +237,7 @@ func throughput(ctx context.Context, o options, t tools, servers map[string]serv
 						}
 					}
 					done++
-					fmt.Fprintf(progress, "[%d/%d] -P %d round %d/%d %-18s on %-17s %12s rps  p50 %s  p99 %s ms  %s µs CPU/request%s%s\n",
+					fmt.Fprintf(progress, "[%d/%d] -P %d round %d/%d %-24s on %-20s %12s rps  p50 %s  p99 %s ms  %s µs CPU/request%s%s\n",
 						done, total, p, round, o.rounds, tc.name, tc.server, formatCount(f.rps),
 						formatMs(f.p50), formatMs(f.p99), formatCPU(f.cpu), storeNote(f), perTrip)
 					k := runKey{tc.name, p}
