@@ -24,7 +24,11 @@
 // then the bytes per
 // key of each family, and the machine it ran on. When
 // REDIS_CELL_MODULE names redis-cell's shared library, Redis loads it and
-// Redis + redis-cell joins the table.
+// Redis + redis-cell joins the table. When ENVOY_RATELIMIT_BIN names
+// envoyproxy/ratelimit's binary (service_cmd, the reference RLS), bench
+// starts it on the same redis-server, its backend, with the same limit, and
+// RLS envoyproxy/ratelimit joins the RLS pair, called by the same client;
+// its CPU per decision counts the redis-server's, where its state lives.
 //
 // redis-server and redis-benchmark come from PATH (Debian's redis-server and
 // redis-tools packages); when one is missing bench says which package
@@ -120,7 +124,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintln(stderr, "bench:", err)
 		return exitMissing
 	}
-	tools, err := findTools(getenv("REDIS_CELL_MODULE"))
+	tools, err := findTools(getenv("REDIS_CELL_MODULE"), getenv(envEnvoyRatelimit))
 	if err != nil {
 		fmt.Fprintln(stderr, "bench:", err)
 		return exitMissing
@@ -153,6 +157,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		fmt.Fprintln(stderr, "usage: go run ./bench [flags]\n\n"+
 			"Measures cellserver against Redis side by side (see the package doc). Flags:")
 		fs.PrintDefaults()
+		fmt.Fprintln(stderr, "\nEnvironment:\n"+
+			"  REDIS_CELL_MODULE\n    \tredis-cell's shared library (libredis_cell.so): Redis loads it and redis-cell joins the table\n"+
+			"  "+envEnvoyRatelimit+"\n    \tenvoyproxy/ratelimit's binary ("+envoyRatelimitInstall+"):\n"+
+			"    \tstarted on bench's redis-server, it joins the RLS rows as "+testRLSEnvoy)
 	}
 	fs.IntVar(&o.rounds, "rounds", o.rounds, "rounds of every test; the table shows medians")
 	fs.IntVar(&o.requests, "n", o.requests, "requests per redis-benchmark run")

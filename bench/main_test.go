@@ -104,8 +104,10 @@ func TestHelpExitsZero(t *testing.T) {
 	if code := run(context.Background(), []string{"-h"}, os.Getenv, &bytes.Buffer{}, &stderr); code != exitOK {
 		t.Errorf("-h: exit %d", code)
 	}
-	if !strings.Contains(stderr.String(), "-pipelines") {
-		t.Errorf("-h printed %q, want the flags", stderr.String())
+	for _, want := range []string{"-pipelines", "REDIS_CELL_MODULE", "ENVOY_RATELIMIT_BIN"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("-h printed %q, want the flags and the environment (%s)", stderr.String(), want)
+		}
 	}
 }
 

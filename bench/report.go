@@ -13,17 +13,20 @@ import (
 
 // report is everything bench prints at the end.
 type report struct {
-	opts       options
-	tests      []benchTest // the tests that ran, in the table's order
-	rows       []resultRow
-	skipped    []string // tests that could not run, and why
-	notes      []string // what makes some figures doubtful
-	memory     []memoryResult
-	machine    machine
-	took       time.Duration
-	redisCell  bool
-	memSkipped bool
-	command    string // the command line that reproduces the run
+	opts      options
+	tests     []benchTest // the tests that ran, in the table's order
+	rows      []resultRow
+	skipped   []string // tests that could not run, and why
+	notes     []string // what makes some figures doubtful
+	memory    []memoryResult
+	machine   machine
+	took      time.Duration
+	redisCell bool
+	// envoyRatelimit is envoyproxy/ratelimit's binary (ENVOY_RATELIMIT_BIN),
+	// or "".
+	envoyRatelimit string
+	memSkipped     bool
+	command        string // the command line that reproduces the run
 }
 
 // measure builds cellserver, runs the throughput tests and the memory
@@ -42,7 +45,7 @@ func measure(ctx context.Context, o options, t tools, sup *supervisor, progress 
 	if err != nil {
 		return nil, err
 	}
-	rep := &report{opts: o, machine: describeMachine(t, bin), redisCell: t.cellModule != "", memSkipped: o.skipMemory}
+	rep := &report{opts: o, machine: describeMachine(t, bin), redisCell: t.cellModule != "", envoyRatelimit: t.envoyRatelimit, memSkipped: o.skipMemory}
 
 	if err := rep.throughputPhase(ctx, t, sup, bin, dir, progress); err != nil {
 		return nil, err
@@ -61,7 +64,7 @@ func measure(ctx context.Context, o options, t tools, sup *supervisor, progress 
 // that Redis), checks that every selected test's command is answered, and
 // runs the tests.
 func (rep *report) throughputPhase(ctx context.Context, t tools, sup *supervisor, bin, dir string, progress io.Writer) error {
-	with := optionalServers{redisCell: t.cellModule != "", baseline: rep.opts.baselineBin != ""}
+	with := optionalServers{redisCell: t.cellModule != "", baseline: rep.opts.baselineBin != "", envoyRatelimit: t.envoyRatelimit != ""}
 	needed := map[string]bool{}
 	rlsNeeded := false
 	for _, tc := range benchTests(scripts{}, with) {
@@ -115,6 +118,16 @@ func (rep *report) throughputPhase(ctx context.Context, t tools, sup *supervisor
 		if c.server == onCellserver && rlsAddr != "" {
 			fmt.Fprintf(progress, "%s RLS (gRPC) at %s\n", c.server, rlsAddr)
 		}
+	}
+	if needed[onEnvoyRatelimit] {
+		p, err := sup.startEnvoyRatelimit(ctx, t.envoyRatelimit, rds.addr, dir)
+		if err != nil {
+			return err
+		}
+		defer sup.stopOne(p)
+		// Its state is in the redis-server: its CPU is counted too.
+		servers[onEnvoyRatelimit] = serverProc{rlsAddr: p.addr, pid: p.pid(), storePID: rds.pid()}
+		fmt.Fprintf(progress, "%s (gRPC) at %s, on redis-server at %s\n", onEnvoyRatelimit, p.addr, rds.addr)
 	}
 	fmt.Fprintf(progress, "redis-server at %s\n", rds.addr)
 
@@ -214,6 +227,17 @@ func (rep *report) String() string {
 				"requests/s are decisions/s. Every call is admitted and counted. Its ratios are to %s, the same\n"+
 				"limit on the same key over RESP, alternated with it; its CPU µs/req is the server's per decision.\n",
 				o.clients, rlsConns, formatCount(float64(o.requests)), testRLSRESP)
+			switch {
+			case rep.hasServer(onEnvoyRatelimit):
+				fmt.Fprintf(&b, "%s: the reference RLS, %s\n(%s), started on bench's redis-server as its\n"+
+					"backend (REDIS_SOCKET_TYPE=tcp, its defaults otherwise) with the same limit in its config file, called by\n"+
+					"the same client, alternated with the pair. Its state lives in that redis-server, so its CPU per decision\n"+
+					"is its own (CPU µs/req) plus the redis-server's (store µs/req); %s's CPU ratio to it is to their sum.\n",
+					testRLSEnvoy, rep.envoyRatelimit, moduleVersion(rep.envoyRatelimit), testRLS)
+			case rep.envoyRatelimit == "":
+				fmt.Fprintf(&b, "%s: not measured (set %s to envoyproxy/ratelimit's service_cmd to add it).\n",
+					onEnvoyRatelimit, envEnvoyRatelimit)
+			}
 		}
 		if rep.hasServer(onShared) {
 			b.WriteString("shared: a cellserver in shared mode (" + strings.Join(sharedArgs("<that redis-server>"), " ") + "):\n" +

@@ -26,12 +26,15 @@ const baselineSuffix = "@base"
 type optionalServers struct {
 	redisCell bool // Redis has loaded redis-cell
 	baseline  bool // -baseline-bin names a second cellserver binary
+	// envoyRatelimit: ENVOY_RATELIMIT_BIN names envoyproxy/ratelimit's
+	// binary
+	envoyRatelimit bool
 }
 
 // benchTest is one test: a command redis-benchmark sends to one server.
 type benchTest struct {
 	name    string   // unique; what -only matches and ratios refer to
-	server  string   // onCellserver, onBaseline, onShared, onRedis or onRedisCell
+	server  string   // onCellserver, onBaseline, onShared, onRedis, onRedisCell or onEnvoyRatelimit
 	command []string // __rand_int__ becomes a random 12-digit number
 	group   int      // the tests of a group run in turn, A B A B, round by round
 	versus  []string // the Redis tests this one's ratios are taken against
@@ -118,12 +121,20 @@ func benchTests(sc scripts, with optionalServers) []benchTest {
 		command: []string{"FW.THROTTLE", "fw:__rand_int__", "100", "60"},
 		versus:  windowVersus})
 	// Not on the baseline, which may not serve RLS.
+	rlsCall := []string{"ShouldRateLimit", "domain", rlsDomain, "descriptor", rlsEntry + "=__rand_int__"}
+	rlsVersus := []string{testRLSRESP}
+	if with.envoyRatelimit {
+		rlsVersus = append(rlsVersus, testRLSEnvoy)
+	}
 	tests = append(tests,
 		benchTest{name: testRLS, server: onCellserver, group: groupRLS, grpc: true,
-			command: []string{"ShouldRateLimit", "domain", rlsDomain, "descriptor", rlsEntry + "=__rand_int__"},
-			versus:  []string{testRLSRESP}},
+			command: rlsCall, versus: rlsVersus},
 		benchTest{name: testRLSRESP, server: onCellserver, group: groupRLS,
 			command: []string{"FW.THROTTLE", rlsKey + "__rand_int__", strconv.Itoa(rlsLimit), "3600"}})
+	if with.envoyRatelimit {
+		tests = append(tests, benchTest{name: testRLSEnvoy, server: onEnvoyRatelimit, group: groupRLS, grpc: true,
+			command: rlsCall})
+	}
 	return tests
 }
 
@@ -131,8 +142,12 @@ func benchTests(sc scripts, with optionalServers) []benchTest {
 func (t benchTest) displayCommand() string {
 	c := append([]string(nil), t.command...)
 	if t.grpc {
-		return fmt.Sprintf("%s {%s: %s} over gRPC; limit %s per hour (fixed_window, --rls-config)",
-			c[0], c[2], c[4], formatCount(rlsLimit))
+		config := "fixed_window, --rls-config"
+		if t.server == onEnvoyRatelimit {
+			config = "its config file, counted in redis-server"
+		}
+		return fmt.Sprintf("%s {%s: %s} over gRPC; limit %s per hour (%s)",
+			c[0], c[2], c[4], formatCount(rlsLimit), config)
 	}
 	if c[0] == "EVALSHA" {
 		c[1] = "<" + strings.TrimSuffix(t.name, ".lua") + " sha>"
@@ -222,7 +237,7 @@ func throughput(ctx context.Context, o options, t tools, servers map[string]serv
 						}
 					}
 					done++
-					fmt.Fprintf(progress, "[%d/%d] -P %d round %d/%d %-18s on %-17s %12s rps  p50 %s  p99 %s ms  %s µs CPU/request%s%s\n",
+					fmt.Fprintf(progress, "[%d/%d] -P %d round %d/%d %-24s on %-20s %12s rps  p50 %s  p99 %s ms  %s µs CPU/request%s%s\n",
 						done, total, p, round, o.rounds, tc.name, tc.server, formatCount(f.rps),
 						formatMs(f.p50), formatMs(f.p99), formatCPU(f.cpu), storeNote(f), perTrip)
 					k := runKey{tc.name, p}
@@ -247,7 +262,8 @@ func storeNote(f figures) string {
 // medians and its ratios to the Redis tests it is compared with: of
 // requests/s, and of CPU per request, where a shared-mode test's CPU is its
 // cellserver's and its store's together, since the store does the script
-// work that the Redis test's server does alone.
+// work that the Redis test's server does alone; and so is
+// envoyproxy/ratelimit's, whose counters are in its redis-server.
 func throughputRows(o options, tests []benchTest, runs map[runKey][]figures) []resultRow {
 	var rows []resultRow
 	for _, p := range o.pipelines {
@@ -265,7 +281,7 @@ func throughputRows(o options, tests []benchTest, runs map[runKey][]figures) []r
 			row := resultRow{pipeline: p, test: tc.name, server: tc.server, figures: f}
 			for _, v := range tc.versus {
 				if ref, ok := med[v]; ok && ref.rps > 0 {
-					row.ratios = append(row.ratios, ratio{of: v, x: f.rps / ref.rps, cpu: (f.cpu + f.storeCPU) / ref.cpu})
+					row.ratios = append(row.ratios, ratio{of: v, x: f.rps / ref.rps, cpu: (f.cpu + f.storeCPU) / (ref.cpu + ref.storeCPU)})
 				}
 			}
 			rows = append(rows, row)

@@ -13,6 +13,9 @@ type tools struct {
 	redisBenchmark string
 	// cellModule is redis-cell's shared library (REDIS_CELL_MODULE), or "".
 	cellModule string
+	// envoyRatelimit is envoyproxy/ratelimit's binary (ENVOY_RATELIMIT_BIN),
+	// or "".
+	envoyRatelimit string
 }
 
 // aptPackage names the Debian/Ubuntu package that installs a program bench
@@ -26,7 +29,7 @@ func aptPackage(name string) string {
 
 // findTools looks up the programs on PATH. A missing one is an error that
 // names the package providing it; bench installs nothing itself.
-func findTools(cellModule string) (tools, error) {
+func findTools(cellModule, envoyRatelimit string) (tools, error) {
 	var t tools
 	var err error
 	if t.goCmd, err = exec.LookPath("go"); err != nil {
@@ -46,6 +49,10 @@ func findTools(cellModule string) (tools, error) {
 		}
 		t.cellModule = cellModule
 	}
+	if err := checkEnvoyRatelimitBin(envoyRatelimit); err != nil {
+		return t, err
+	}
+	t.envoyRatelimit = envoyRatelimit
 	return t, nil
 }
 
