@@ -22,7 +22,7 @@ const (
 	testRLSEnvoy      = "RLS envoyproxy/ratelimit"
 	// envoyRatelimitInstall is how its binary is installed, for the
 	// report's and the error's words.
-	envoyRatelimitInstall = "go install github.com/envoyproxy/ratelimit/src/service_cmd@latest"
+	envoyRatelimitInstall = "go install github.com/envoyproxy/ratelimit/src/service_cmd@v1.4.1-0.20260122083618-3fb702589d36"
 )
 
 // envoyRatelimitPorts are the ports envoyproxy/ratelimit listens on.

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"github.com/cellserver/cellserver/internal/testenv"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -126,7 +128,7 @@ func TestEnvoyRatelimitTests(t *testing.T) {
 func TestQuickRunWithEnvoyRatelimit(t *testing.T) {
 	bin := os.Getenv(envEnvoyRatelimit)
 	if bin == "" {
-		t.Skipf("%s is not set: set it to envoyproxy/ratelimit's service_cmd (%s) to run this test", envEnvoyRatelimit, envoyRatelimitInstall)
+		testenv.SkipOrFail(t, fmt.Sprintf("%s is not set: set it to envoyproxy/ratelimit's service_cmd (%s) to run this test", envEnvoyRatelimit, envoyRatelimitInstall))
 	}
 	needTool(t, "redis-server")
 	needTool(t, "redis-benchmark")
