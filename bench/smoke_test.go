@@ -36,7 +36,7 @@ func TestQuickRun(t *testing.T) {
 		`(?m)^ 1  shared CL\.THROTTLE +cellserver shared +[0-9,]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +([0-9.]+ +)?[0-9.]+ +[0-9.]+× GCRA\.lua( |$)`,
 		`(?m)^16  shared SW\.THROTTLE +cellserver shared +[0-9,]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +([0-9.]+ +)?[0-9.]+ +[0-9.]+× ZSET\.lua( |$)`,
 		`(?m)^16  SWC\.THROTTLE +cellserver .*× ZSET\.lua, `, `(?m)^16  FW\.THROTTLE +cellserver .*× ZSET\.lua, [0-9.]+× GCRA\.lua( |$)`,
-		`(?m)^ 1  RLS +cellserver +[0-9,]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +([0-9.]+ +)?[0-9.]+× RLS FW\.THROTTLE( |$)`,
+		`(?m)^ 1  RLS +cellserver +[0-9,]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +([0-9.]+ +)?[0-9.]+× RLS FW\.THROTTLE(,| |$)`,
 		`(?m)^ 1  RLS FW\.THROTTLE +cellserver +[0-9,]+ `,
 		`(?m)^\(-n\), each with one descriptor, waiting for its answer \(gRPC has no pipelining, so RLS runs at -P 1 only\)`,
 		`(?m)^CL\.THROTTLE +cellserver +2,000 +1 `,
