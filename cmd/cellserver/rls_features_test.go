@@ -2,15 +2,12 @@ package main
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
@@ -77,18 +74,7 @@ func d(entries ...string) desc { return desc{entries: entries} }
 // from a file by the real server and asked over gRPC, in a table of
 // requests and the statuses they get.
 func TestRunRLSFeatures(t *testing.T) {
-	path := t.TempDir() + "/f.yaml"
-	if err := os.WriteFile(path, []byte(featuresConfig), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	rlsAddr := freeAddr(t)
-	startRun(t, []string{"--addr", "127.0.0.1:0", "--rls-addr", rlsAddr, "--rls-config", path}, nil)
-	conn, err := grpc.NewClient(rlsAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	client := rlsv3.NewRateLimitServiceClient(conn)
+	client := startRLS(t, featuresConfig, "--addr", "127.0.0.1:0").client
 	call := func(hits uint32, ds ...desc) *rlsv3.RateLimitResponse {
 		t.Helper()
 		req := &rlsv3.RateLimitRequest{Domain: "f", HitsAddend: hits}

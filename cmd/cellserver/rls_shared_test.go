@@ -41,22 +41,29 @@ type rlsInstance struct {
 // url, each serving RLS with rlsSharedConfig.
 func startSharedRLS(t *testing.T, url string) []rlsInstance {
 	t.Helper()
-	path := t.TempDir() + "/d.yaml"
-	if err := os.WriteFile(path, []byte(rlsSharedConfig), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	var out []rlsInstance
 	for range 3 {
-		rlsAddr := freeAddr(t)
-		r := startRun(t, sharedArgs(url, "--rls-addr", rlsAddr, "--rls-config", path), nil)
-		conn, err := grpc.NewClient(rlsAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { conn.Close() })
-		out = append(out, rlsInstance{addr: r.addr, client: rlsv3.NewRateLimitServiceClient(conn)})
+		out = append(out, startRLS(t, rlsSharedConfig, sharedArgs(url)...))
 	}
 	return out
+}
+
+// startRLS starts a cellserver with args, the rate limit service on a free
+// port and config as its --rls-config, and returns it with a gRPC client.
+func startRLS(t *testing.T, config string, args ...string) rlsInstance {
+	t.Helper()
+	path := t.TempDir() + "/limits.yaml"
+	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rlsAddr := freeAddr(t)
+	r := startRun(t, append(args, "--rls-addr", rlsAddr, "--rls-config", path), nil)
+	conn, err := grpc.NewClient(rlsAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return rlsInstance{addr: r.addr, client: rlsv3.NewRateLimitServiceClient(conn)}
 }
 
 // rlsRequest is a request of domain d with one descriptor per key, each
