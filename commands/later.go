@@ -26,9 +26,9 @@ func (cx *Context) await(w Writer, start func(finish func(write func(Writer)))) 
 		// The command's outcome is counted when its reply is written,
 		// not when its handler returns.
 		cx.later = true
-		t, complete := cx.tally(), p.Pause()
+		t, paused := cx.tally(), p.Pause()
 		start(func(write func(Writer)) {
-			complete(func(w Writer) { t.outcome(w, write) })
+			paused.Complete(ReplyFunc(func(w Writer) { t.outcome(w, write) }))
 		})
 		return
 	}

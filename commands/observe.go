@@ -232,8 +232,14 @@ func (cx *Context) tallyRules(rules []engine.Rule) tally {
 
 // detach copies the keys the tally holds, for a decision answered after
 // the request's buffer may be reused (shared mode). It allocates.
-func (t tally) detach() tally {
-	t.key = bytes.Clone(t.key)
+func (t tally) detach() tally { return t.detachInto(nil) }
+
+// detachInto is detach copying the key into room's capacity, allocating
+// only for a longer key or for rules.
+func (t tally) detachInto(room []byte) tally {
+	if t.key != nil {
+		t.key = append(room[:0], t.key...)
+	}
 	if t.rules != nil {
 		rules := make([]engine.Rule, len(t.rules))
 		for i, r := range t.rules {

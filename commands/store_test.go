@@ -29,9 +29,9 @@ func (f *fakeStore) later(fn func()) {
 	}()
 }
 
-func (f *fakeStore) Throttle(key []byte, q engine.GCRAQuota, n int64, done func(engine.Result, error)) {
+func (f *fakeStore) Throttle(key []byte, q engine.GCRAQuota, n int64, done ThrottleDone) {
 	key = append([]byte(nil), key...)
-	f.later(func() { done(f.eng.Throttle(nil, key, q, n)) })
+	f.later(func() { done.Done(f.eng.Throttle(nil, key, q, n)) })
 }
 
 func (f *fakeStore) ThrottleWindow(r engine.Rule, n int64, done func(engine.Decision, error)) {
@@ -192,14 +192,24 @@ func newPausingWriter(proto int) *pausingWriter {
 
 func (p *pausingWriter) cur() *respWriter { return p.parts[len(p.parts)-1] }
 
-func (p *pausingWriter) Pause() func(func(Writer)) {
+func (p *pausingWriter) Pause() Paused {
 	slot := &respWriter{proto: p.proto}
 	p.parts = append(p.parts, slot, &respWriter{proto: p.proto})
 	p.wg.Add(1)
-	return func(write func(Writer)) {
-		write(slot)
-		p.wg.Done()
+	return pausedSlot{p, slot}
+}
+
+// pausedSlot is a pausingWriter's paused reply.
+type pausedSlot struct {
+	p    *pausingWriter
+	slot *respWriter
+}
+
+func (s pausedSlot) Complete(r Reply) {
+	if r != nil {
+		r.WriteReply(s.slot)
 	}
+	s.p.wg.Done()
 }
 
 func (p *pausingWriter) String() string {

@@ -34,20 +34,21 @@ func clThrottle(cx *Context, w Writer, args [][]byte) {
 
 	// >> Operation
 	if st := cx.store(); st != nil {
-		t := cx.tallyKey(args[1], engine.FamilyCL).detach()
 		if p := AsPauser(w); p != nil && cx.chain == nil {
 			// await's path without its closures: one object carries the
 			// command from the store's answer to its reply.
 			cx.later = true
-			l := &throttleLater{t: t, complete: p.Pause()}
-			st.Throttle(args[1], quota, nums[3], l.done)
+			l := &throttleLater{paused: p.Pause()}
+			l.t = cx.tallyKey(args[1], engine.FamilyCL).detachInto(l.key[:])
+			st.Throttle(args[1], quota, nums[3], l)
 			return
 		}
+		t := cx.tallyKey(args[1], engine.FamilyCL).detach()
 		key := args[1]
 		cx.await(w, func(finish func(func(Writer))) {
-			st.Throttle(key, quota, nums[3], func(res engine.Result, err error) {
+			st.Throttle(key, quota, nums[3], throttleFunc(func(res engine.Result, err error) {
 				finish(func(w Writer) { writeThrottle(t, w, res, err) })
-			})
+			}))
 		})
 		return
 	}
@@ -87,18 +88,25 @@ func writeResult(t tally, w Writer, r engine.Result) {
 // answer (done, on any goroutine) to its reply (write, on the connection's
 // driver), counted as await counts it.
 type throttleLater struct {
-	t        tally
-	complete func(write func(Writer))
-	res      engine.Result
-	err      error
+	t      tally
+	paused Paused
+	res    engine.Result
+	err    error
+	key    [laterKeyRoom]byte // the tally's key, when it fits
 }
 
-func (l *throttleLater) done(res engine.Result, err error) {
+// laterKeyRoom is the longest key a paused command keeps without an
+// allocation of its own.
+const laterKeyRoom = 48
+
+// Done implements ThrottleDone.
+func (l *throttleLater) Done(res engine.Result, err error) {
 	l.res, l.err = res, err
-	l.complete(l.write)
+	l.paused.Complete(l)
 }
 
-func (l *throttleLater) write(w Writer) {
+// WriteReply implements Reply.
+func (l *throttleLater) WriteReply(w Writer) {
 	if l.err != nil {
 		l.t.erred()
 	}

@@ -38,15 +38,33 @@ type Writer interface {
 // Writer a handler is given.
 type Pauser interface {
 	// Pause reserves the running command's place among the connection's
-	// replies and returns the function that completes it; the command then
-	// writes nothing more to this Writer. complete must be called exactly
-	// once, from any goroutine (even before Pause's caller returns); write
-	// runs later on the connection's driver (its goroutine or its event
-	// loop) with a Writer
-	// positioned at the reserved place, in the RESP version the client
-	// spoke when Pause was called.
-	Pause() (complete func(write func(Writer)))
+	// replies and returns it; the command then writes nothing more to this
+	// Writer.
+	Pause() Paused
 }
+
+// Paused is a paused command's place among its connection's replies.
+type Paused interface {
+	// Complete completes the command: it must be called exactly once, from
+	// any goroutine (even before Pause's caller returns). r.WriteReply runs
+	// later on the connection's driver (its goroutine or its event loop)
+	// with a Writer positioned at the reserved place, in the RESP version
+	// the client spoke when Pause was called. A nil r writes nothing.
+	Complete(r Reply)
+}
+
+// Reply writes a paused command's reply once it has completed. A type that
+// carries a command from its pause to its reply implements it, so that
+// completing costs no allocation; ReplyFunc makes one of a function.
+type Reply interface {
+	WriteReply(w Writer)
+}
+
+// ReplyFunc is a Reply written by a function.
+type ReplyFunc func(w Writer)
+
+// WriteReply implements Reply.
+func (f ReplyFunc) WriteReply(w Writer) { f(w) }
 
 // AsPauser returns the Pauser behind w, the Writer a handler was given, or
 // nil when its connection cannot pause.

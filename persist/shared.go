@@ -110,7 +110,7 @@ type sharedOp struct {
 	rule1 [1]engine.Rule
 	key1  [1]string
 
-	onResult   func(engine.Result, error)   // Throttle
+	onResult   ThrottleDone                 // Throttle
 	onDecision func(engine.Decision, error) // ThrottleWindow, ThrottleAll
 
 	// Set by the batcher for the round under way.
@@ -129,10 +129,10 @@ func (o *sharedOp) finish(d engine.Decision, err error) {
 	o.answered = true
 	if o.onResult != nil {
 		if err != nil {
-			o.onResult(engine.Result{}, err)
+			o.onResult.Done(engine.Result{}, err)
 			return
 		}
-		o.onResult(d.Seconds(), nil)
+		o.onResult.Done(d.Seconds(), nil)
 		return
 	}
 	o.onDecision(d, err)
@@ -239,9 +239,14 @@ func (s *Shared) Close() error {
 	return err
 }
 
+// ThrottleDone receives Throttle's answer.
+type ThrottleDone interface {
+	Done(res engine.Result, err error)
+}
+
 // Throttle runs a CL.THROTTLE rule on key and calls done with redis-cell's
 // reply.
-func (s *Shared) Throttle(key []byte, q engine.GCRAQuota, quantity int64, done func(engine.Result, error)) {
+func (s *Shared) Throttle(key []byte, q engine.GCRAQuota, quantity int64, done ThrottleDone) {
 	op := &sharedOp{op: engine.OpThrottle, quantity: quantity, onResult: done}
 	op.rule1[0] = engine.Rule{Key: key, Family: engine.FamilyCL, GCRA: q}
 	op.rules = op.rule1[:]
@@ -361,7 +366,7 @@ func (s *Shared) fallback(op *sharedOp) {
 		r := op.rules[0]
 		res, err := s.opts.Local.Throttle(nil, r.Key, r.GCRA, op.quantity)
 		op.answered = true
-		op.onResult(res, err)
+		op.onResult.Done(res, err)
 	case engine.OpWindow:
 		d, err := s.opts.Local.ThrottleWindow(nil, op.rules[0], op.quantity)
 		op.finish(d, err)

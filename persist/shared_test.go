@@ -42,6 +42,11 @@ func startShared(t *testing.T, s *Shared) {
 }
 
 // answer is one operation's reply.
+// throttleFunc is a ThrottleDone made of a function.
+type throttleFunc func(engine.Result, error)
+
+func (f throttleFunc) Done(res engine.Result, err error) { f(res, err) }
+
 type answer struct {
 	res engine.Result
 	d   engine.Decision
@@ -51,7 +56,7 @@ type answer struct {
 // throttleAsync starts a CL call; the channel gets its answer.
 func throttleAsync(s *Shared, key string, q engine.GCRAQuota, n int64) <-chan answer {
 	ch := make(chan answer, 1)
-	s.Throttle([]byte(key), q, n, func(r engine.Result, err error) { ch <- answer{res: r, err: err} })
+	s.Throttle([]byte(key), q, n, throttleFunc(func(r engine.Result, err error) { ch <- answer{res: r, err: err} }))
 	return ch
 }
 

@@ -68,11 +68,11 @@ func (c *fakeSession) Dispatch(w commands.Writer, args [][]byte) commands.Effect
 		<-h.release
 		w.WriteString("DONE")
 	case name == "defer": // pauses; another goroutine completes it once SLOWs are released
-		complete := commands.AsPauser(w).Pause()
+		paused := commands.AsPauser(w).Pause()
 		h.entered <- name
 		go func() {
 			<-h.release
-			complete(func(w commands.Writer) { w.WriteString("LATE") })
+			paused.Complete(commands.ReplyFunc(func(w commands.Writer) { w.WriteString("LATE") }))
 		}()
 	case name == "quit":
 		w.WriteString("OK")

@@ -408,23 +408,23 @@ func (s *session) close() {
 	}
 }
 
-// complete records that the paused reply p can be written, by write, and
+// complete records that the paused reply p can be written, by r, and
 // wakes the driver to write it. Any goroutine; after the session closed it
 // does nothing.
-func (s *session) complete(p *pausedReply, write func(commands.Writer)) {
+func (s *session) complete(p *pausedReply, r commands.Reply) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		return
 	}
-	if p.write != nil {
+	if p.reply != nil {
 		s.mu.Unlock()
 		panic("server: a paused command completed twice")
 	}
-	if write == nil {
-		write = func(commands.Writer) {} // nothing to write
+	if r == nil {
+		r = noReply{}
 	}
-	p.write = write
+	p.reply = r
 	s.completed = true
 	if s.dispatching { // applyInline writes it
 		s.mu.Unlock()
@@ -515,3 +515,8 @@ func commandName(args [][]byte) string {
 	}
 	return strings.ToLower(commands.QuoteArg(args[0]))
 }
+
+// noReply is the Reply of a paused command that writes nothing.
+type noReply struct{}
+
+func (noReply) WriteReply(commands.Writer) {}

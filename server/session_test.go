@@ -22,7 +22,7 @@ import (
 //	BIG n       a bulk string of n bytes, may overlap
 //	QUIT        +OK, and the connection ends
 type scriptSession struct {
-	holds []func(func(commands.Writer)) // the completions of the HOLDs, in order
+	holds []commands.Paused // the completions of the HOLDs, in order
 	ran   []string
 }
 
@@ -46,7 +46,7 @@ func (c *scriptSession) Dispatch(w commands.Writer, args [][]byte) commands.Effe
 	case "HOLD":
 		c.holds = append(c.holds, commands.AsPauser(w).Pause())
 	case "NOW":
-		commands.AsPauser(w).Pause()(func(w commands.Writer) { w.WriteString("NOW") })
+		commands.AsPauser(w).Pause().Complete(commands.ReplyFunc(func(w commands.Writer) { w.WriteString("NOW") }))
 	case "NOLAP":
 		w.WriteString("NOLAP")
 	case "BIG":
@@ -220,13 +220,13 @@ func TestSession(t *testing.T) {
 				}
 				if st.complete > 0 {
 					n := st.complete - 1
-					r.cs.holds[n](func(w commands.Writer) {
+					r.cs.holds[n].Complete(commands.ReplyFunc(func(w commands.Writer) {
 						if st.panics {
 							w.WriteArray(3)
 							panic("boom")
 						}
 						w.WriteString("H" + strconv.Itoa(n))
-					})
+					}))
 				}
 				if st.advance > 0 {
 					r.now = r.now.Add(st.advance)
@@ -299,7 +299,7 @@ func TestSessionPausedWakesDriver(t *testing.T) {
 	r.drive()
 	done := make(chan struct{})
 	go func() { // from another goroutine, as a store's reply would
-		r.cs.holds[0](func(w commands.Writer) { w.WriteInt(1) })
+		r.cs.holds[0].Complete(commands.ReplyFunc(func(w commands.Writer) { w.WriteInt(1) }))
 		close(done)
 	}()
 	<-done
@@ -327,7 +327,7 @@ func TestSessionCompletedDuringDispatch(t *testing.T) {
 		t.Fatalf("%d wakes, want 0", r.drv.wakes)
 	}
 	r.writes = nil
-	r.cs.holds[0](func(w commands.Writer) { w.WriteString("H0") })
+	r.cs.holds[0].Complete(commands.ReplyFunc(func(w commands.Writer) { w.WriteString("H0") }))
 	if r.drv.wakes != 1 {
 		t.Fatalf("%d wakes after HOLD completed, want 1", r.drv.wakes)
 	}
@@ -354,7 +354,7 @@ func TestSessionBoundsHeldReplies(t *testing.T) {
 		}
 		var want strings.Builder
 		for i := 0; i < n; i++ {
-			r.cs.holds[i](func(w commands.Writer) { w.WriteString("H") })
+			r.cs.holds[i].Complete(commands.ReplyFunc(func(w commands.Writer) { w.WriteString("H") }))
 			r.drive()
 			want.WriteString("+H\r\n")
 		}
@@ -374,7 +374,7 @@ func TestSessionBoundsHeldReplies(t *testing.T) {
 		if ran := strings.Join(r.cs.ran, " "); ran != "HOLD BIG" {
 			t.Fatalf("ran %q, want HOLD BIG", ran)
 		}
-		r.cs.holds[0](func(w commands.Writer) { w.WriteString("H") })
+		r.cs.holds[0].Complete(commands.ReplyFunc(func(w commands.Writer) { w.WriteString("H") }))
 		if st := r.drive(); st != stepRead {
 			t.Fatalf("next = %d, want stepRead", st)
 		}

@@ -41,11 +41,15 @@ type replyWriter struct {
 
 // pausedReply is the place of a paused command's reply.
 type pausedReply struct {
-	at    int                   // where its reply goes in out
-	proto int                   // the RESP version when it paused
-	name  string                // the command's name, for a panic's error reply
-	write func(commands.Writer) // set once it completes, under the session's mu
+	sess  *session
+	at    int            // where its reply goes in out
+	proto int            // the RESP version when it paused
+	name  string         // the command's name, for a panic's error reply
+	reply commands.Reply // set once it completes, under the session's mu
 }
+
+// Complete implements commands.Paused.
+func (p *pausedReply) Complete(r commands.Reply) { p.sess.complete(p, r) }
 
 var (
 	_ commands.Writer        = (*replyWriter)(nil)
@@ -108,15 +112,14 @@ func (w *replyWriter) sent(n int) {
 func (w *replyWriter) SwitchProto(proto int) { w.proto = proto }
 
 // Pause implements commands.Pauser.
-func (w *replyWriter) Pause() func(write func(commands.Writer)) {
-	p := &pausedReply{at: len(w.out), proto: w.proto, name: w.pausedName()}
+func (w *replyWriter) Pause() commands.Paused {
+	p := &pausedReply{sess: w.sess, at: len(w.out), proto: w.proto, name: w.pausedName()}
 	w.held = append(w.held, p)
-	s := w.sess
 	if !w.paused {
 		w.paused = true
-		s.pausing()
+		w.sess.pausing()
 	}
-	return func(write func(commands.Writer)) { s.complete(p, write) }
+	return p
 }
 
 // Push implements commands.Pusher: unlike the other methods, it may be
@@ -142,9 +145,9 @@ func (w *replyWriter) applyCompleted() {
 	for len(w.held) > 0 {
 		p := w.held[0]
 		w.sess.mu.Lock()
-		write := p.write
+		reply := p.reply
 		w.sess.mu.Unlock()
-		if write == nil {
+		if reply == nil {
 			return
 		}
 		w.held[0] = nil
@@ -152,16 +155,16 @@ func (w *replyWriter) applyCompleted() {
 		if len(w.held) == 0 {
 			w.held = nil
 		}
-		n := w.writeAt(p, write)
+		n := w.writeAt(p, reply)
 		for _, q := range w.held {
 			q.at += n
 		}
 	}
 }
 
-// writeAt writes p's reply with write at p's place, moving the replies
-// held after it, and returns its length.
-func (w *replyWriter) writeAt(p *pausedReply, write func(commands.Writer)) int {
+// writeAt writes p's reply at p's place, moving the replies held after
+// it, and returns its length.
+func (w *replyWriter) writeAt(p *pausedReply, reply commands.Reply) int {
 	held := len(w.out) // the replies after p are out[p.at:held]
 	proto := w.proto
 	w.proto = p.proto
@@ -172,7 +175,7 @@ func (w *replyWriter) writeAt(p *pausedReply, write func(commands.Writer)) int {
 				w.sess.recovered(r, p.name)
 			}
 		}()
-		write(w)
+		reply.WriteReply(w)
 	}()
 	w.proto = proto
 	w.start = len(w.out)
