@@ -95,6 +95,13 @@ type Shared struct {
 	// cache is the value cache: the last value seen of each key in the
 	// store. Owned by the batcher goroutine.
 	cache *valueCache
+
+	// bufs is the rounds' room, owned by the batcher goroutine.
+	bufs roundBufs
+
+	// ops are operations answered and released, for reuse (newOp,
+	// release): a decision then costs no allocation of its own.
+	ops sync.Pool
 }
 
 // sharedOp is one queued operation.
@@ -247,7 +254,8 @@ type ThrottleDone interface {
 // Throttle runs a CL.THROTTLE rule on key and calls done with redis-cell's
 // reply.
 func (s *Shared) Throttle(key []byte, q engine.GCRAQuota, quantity int64, done ThrottleDone) {
-	op := &sharedOp{op: engine.OpThrottle, quantity: quantity, onResult: done}
+	op := s.newOp(engine.OpThrottle, quantity)
+	op.onResult = done
 	op.rule1[0] = engine.Rule{Key: key, Family: engine.FamilyCL, GCRA: q}
 	op.rules = op.rule1[:]
 	s.submit(op)
@@ -255,7 +263,8 @@ func (s *Shared) Throttle(key []byte, q engine.GCRAQuota, quantity int64, done T
 
 // ThrottleWindow runs one SW, SWC or FW rule.
 func (s *Shared) ThrottleWindow(r engine.Rule, quantity int64, done func(engine.Decision, error)) {
-	op := &sharedOp{op: engine.OpWindow, quantity: quantity, onDecision: done}
+	op := s.newOp(engine.OpWindow, quantity)
+	op.onDecision = done
 	op.rule1[0] = r
 	op.rules = op.rule1[:]
 	s.submit(op)
@@ -265,7 +274,8 @@ func (s *Shared) ThrottleWindow(r engine.Rule, quantity int64, done func(engine.
 // engine.ThrottleAll does. In a Redis Cluster the keys must share a hash
 // slot (ErrCrossSlot otherwise).
 func (s *Shared) ThrottleAll(rules []engine.Rule, quantity int64, done func(engine.Decision, error)) {
-	op := &sharedOp{op: engine.OpAll, quantity: quantity, onDecision: done}
+	op := s.newOp(engine.OpAll, quantity)
+	op.onDecision = done
 	if len(rules) == 1 {
 		op.rule1[0] = rules[0]
 		op.rules = op.rule1[:]
@@ -275,15 +285,40 @@ func (s *Shared) ThrottleAll(rules []engine.Rule, quantity int64, done func(engi
 	s.submit(op)
 }
 
+// newOp returns a zeroed operation, a released one if there is one.
+func (s *Shared) newOp(kind engine.Op, quantity int64) *sharedOp {
+	op, _ := s.ops.Get().(*sharedOp)
+	if op == nil {
+		op = new(sharedOp)
+	}
+	op.op, op.quantity = kind, quantity
+	return op
+}
+
+// release gives back an answered operation that nothing refers to any
+// more: not the queue, nor a round under way.
+func (s *Shared) release(op *sharedOp) {
+	*op = sharedOp{}
+	s.ops.Put(op)
+}
+
 // submit validates op, answers it from the deny cache if it can, and
-// queues it for the batcher otherwise.
+// queues it for the batcher otherwise; an op answered here is released.
 func (s *Shared) submit(op *sharedOp) {
+	if !s.queued(op) {
+		s.release(op)
+	}
+}
+
+// queued is submit's work: it reports whether op was queued, or else
+// answered.
+func (s *Shared) queued(op *sharedOp) bool {
 	local := s.clock.local()
 	now := s.nowAt(local)
 	// Validation that does not depend on any key's state, answered at once.
 	if err := engine.Validate(now, op.op, op.rules, op.quantity); err != nil {
 		op.finish(engine.Decision{}, err)
-		return
+		return false
 	}
 	// The caller's keys alias its request buffers: each becomes one string,
 	// the store's key (prefixed), and the rule's key a view of its end.
@@ -307,7 +342,7 @@ func (s *Shared) submit(op *sharedOp) {
 		for _, k := range op.keys[1:] {
 			if keySlot(k) != slot {
 				op.finish(engine.Decision{}, ErrCrossSlot)
-				return
+				return false
 			}
 		}
 	}
@@ -315,7 +350,7 @@ func (s *Shared) submit(op *sharedOp) {
 		if d, ok := s.deny.lookup(op, now); ok {
 			s.stats.denyHits.Add(1)
 			op.finish(d, nil)
-			return
+			return false
 		}
 	}
 	op.deadline = local + s.opts.Timeout
@@ -323,7 +358,7 @@ func (s *Shared) submit(op *sharedOp) {
 	if s.closed {
 		s.mu.Unlock()
 		op.finish(engine.Decision{}, ErrStoreUnavailable)
-		return
+		return false
 	}
 	s.queue = append(s.queue, op)
 	s.mu.Unlock()
@@ -331,6 +366,7 @@ func (s *Shared) submit(op *sharedOp) {
 	case s.wake <- struct{}{}:
 	default:
 	}
+	return true
 }
 
 // nowAt is now, the local clock being at local.

@@ -54,6 +54,7 @@ func (s *Shared) run() {
 		if s.down.Load() {
 			for _, op := range ops {
 				s.fallback(op)
+				s.release(op)
 			}
 			continue
 		}
@@ -63,12 +64,19 @@ func (s *Shared) run() {
 		for _, op := range ops {
 			if now > op.deadline {
 				s.timedOut(op)
+				s.release(op)
 				continue
 			}
 			live = append(live, op)
 		}
 		if len(live) > 0 {
 			retry = s.round(live)
+			// The round is over: what it answered, nothing refers to.
+			for _, op := range live {
+				if op.answered {
+					s.release(op)
+				}
+			}
 		}
 	}
 }
@@ -112,19 +120,47 @@ type group struct {
 	slot int32
 }
 
+// roundBufs is the room a round works in: its groups, the compare-and-sets
+// and final values of their keys, and its script calls. The batcher keeps
+// it from one round to the next, unless a round ended without its reply:
+// its calls, which point into cas, may still be being sent.
+type roundBufs struct {
+	slab       []group
+	groups     []*group
+	cas        []casKey
+	finals     []storeValue
+	calls      []*casCall
+	callGroups [][]*group
+	ncalls     int
+}
+
+// call returns the round's next call, empty.
+func (b *roundBufs) call() *casCall {
+	if b.ncalls == len(b.calls) {
+		b.calls = append(b.calls, &casCall{})
+		b.callGroups = append(b.callGroups, nil)
+	}
+	c := b.calls[b.ncalls]
+	c.reset()
+	b.callGroups[b.ncalls] = b.callGroups[b.ncalls][:0]
+	b.ncalls++
+	return c
+}
+
 // round decides ops and sends one round trip; it returns the ops to decide
 // again (their group conflicted).
 func (s *Shared) round(ops []*sharedOp) (retry []*sharedOp) {
+	b := &s.bufs
 	groups := s.groupOps(ops)
 	now := s.now()
 	// The round's keys share one slab each for their compare-and-sets and
-	// final values: the script's arguments point into cas, so it is not
-	// reused (a round trip that timed out may still be sending it).
+	// final values.
 	nkeys := 0
 	for _, g := range groups {
 		nkeys += len(g.keys)
 	}
-	cas, finals := make([]casKey, nkeys), make([]storeValue, nkeys)
+	b.cas, b.finals = grow(b.cas, nkeys), grow(b.finals, nkeys)
+	cas, finals := b.cas, b.finals
 	for _, g := range groups {
 		n := len(g.keys)
 		g.cas, g.finals = cas[:n:n], finals[:n:n]
@@ -133,31 +169,30 @@ func (s *Shared) round(ops []*sharedOp) (retry []*sharedOp) {
 	}
 	// One call per hash slot (one in all on a single Redis), split at
 	// maxCallKeys.
-	var calls []*casCall
-	var callGroups [][]*group
+	b.ncalls = 0
 	var bySlot map[int]int
 	if s.cluster {
 		bySlot = map[int]int{}
 	}
 	for _, g := range groups {
-		i, ok := len(calls)-1, len(calls) > 0
+		i, ok := b.ncalls-1, b.ncalls > 0
 		if s.cluster {
 			i, ok = bySlot[keySlot(g.keys[0])]
 		}
-		if ok && calls[i].nkeys+len(g.keys) > maxCallKeys {
+		if ok && b.calls[i].nkeys+len(g.keys) > maxCallKeys {
 			ok = false
 		}
 		if !ok {
-			i = len(calls)
+			i = b.ncalls
 			if s.cluster {
 				bySlot[keySlot(g.keys[0])] = i
 			}
-			calls = append(calls, &casCall{})
-			callGroups = append(callGroups, nil)
+			b.call()
 		}
-		calls[i].add(g.cas)
-		callGroups[i] = append(callGroups[i], g)
+		b.calls[i].add(g.cas)
+		b.callGroups[i] = append(b.callGroups[i], g)
 	}
+	calls, callGroups := b.calls[:b.ncalls], b.callGroups[:b.ncalls]
 
 	type outcome struct {
 		replies []casReply
@@ -196,6 +231,7 @@ func (s *Shared) round(ops []*sharedOp) (retry []*sharedOp) {
 		case <-s.stop:
 			// Close: the reply may never come (a client without
 			// ContextTimeoutEnabled waits out its ReadTimeout).
+			s.bufs = roundBufs{}
 			for _, op := range ops {
 				s.fallback(op)
 			}
@@ -203,6 +239,7 @@ func (s *Shared) round(ops []*sharedOp) (retry []*sharedOp) {
 		case <-timer.C:
 		}
 		if s.clock.local()-start >= s.opts.Timeout {
+			s.bufs = roundBufs{} // the calls may still be being sent
 			s.markDown()
 			for _, op := range ops {
 				s.fallback(op)
@@ -229,7 +266,8 @@ func (s *Shared) groupOps(ops []*sharedOp) []*group {
 	// the value cache, which the round holds (one lookup per op in all).
 	c := s.cache
 	c.round++
-	slab := make([]group, 0, len(ops))
+	b := &s.bufs
+	slab := grow(b.slab, len(ops))[:0]
 	for _, op := range ops {
 		slot := c.slot(op.keys[0])
 		e := &c.entries[slot]
@@ -244,11 +282,24 @@ func (s *Shared) groupOps(ops []*sharedOp) []*group {
 		g.one[0] = op
 		g.ops = g.one[:1]
 	}
-	groups := make([]*group, len(slab))
+	b.slab = slab
+	groups := grow(b.groups, len(slab))
 	for i := range slab {
 		groups[i] = &slab[i]
 	}
+	b.groups = groups
 	return groups
+}
+
+// grow returns buf resliced to n elements, zeroed, reallocated if it is
+// too small.
+func grow[T any](buf []T, n int) []T {
+	if cap(buf) < n {
+		return make([]T, n, n+n/4)
+	}
+	buf = buf[:n]
+	clear(buf)
+	return buf
 }
 
 // groupLinked is groupOps for ops some of which have several keys.

@@ -151,6 +151,8 @@ type casCall struct {
 	nkeys int
 	// groups are the sizes of the call's groups, in order.
 	groups []int
+	// argv is the room of the command's arguments.
+	argv []any
 }
 
 // maxCallKeys is about the most keys one script call checks: a round's
@@ -158,6 +160,13 @@ type casCall struct {
 // split), all sent in one pipeline, so that one call does not hold the
 // shared store, for every instance using it, for long.
 const maxCallKeys = 1000
+
+// reset empties the call for reuse.
+func (c *casCall) reset() {
+	clear(c.keys)
+	clear(c.args)
+	c.keys, c.args, c.nkeys, c.groups = c.keys[:0], c.args[:0], 0, c.groups[:0]
+}
 
 // add appends one group of keys. The call points into group until it is
 // sent.
@@ -185,10 +194,11 @@ func (c *casCall) add(group []casKey) {
 // command is the call as an EVALSHA (or, with the script's source, an
 // EVAL) for a pipeline.
 func (c *casCall) command(ctx context.Context, name, script string) *redis.Cmd {
-	argv := make([]any, 0, 3+len(c.keys)+len(c.args))
-	argv = append(argv, name, script, c.nkeys)
+	clear(c.argv)
+	argv := append(c.argv[:0], name, script, c.nkeys)
 	argv = append(argv, c.keys...)
 	argv = append(argv, c.args...)
+	c.argv = argv
 	cmd := redis.NewCmd(ctx, argv...)
 	cmd.SetFirstKeyPos(3)
 	return cmd
