@@ -20,10 +20,16 @@ import (
 // letters (casCode): the kind expected ("a" absent, "v" a string value, "t"
 // a key of another type) and what to write ("k" keep, "s" set, "d"
 // delete); the expected value if the kind is "v"; the new value and its
-// expiry (PXAT, ms since the epoch) if the write is "s". A key is read with
-// one GET, under pcall: what is neither a string nor false (absent) is
-// WRONGTYPE's error, a key of another type (Redis gives a table, miniredis
-// nil). Nothing is built per key unless its group conflicted.
+// expiry (PXAT, ms since the epoch) if the write is "s".
+//
+// Every key is read at once, with one MGET, which gives a string's value
+// and false for a key that is absent or of another type. A value expected
+// is then one comparison. A key expected absent and false is confirmed
+// absent by the write itself (SET NX) when it is its group's only key and
+// is set, and by EXISTS otherwise; a key expected of another type is read
+// again with GET under pcall (WRONGTYPE's error: a table in Redis, nil in
+// miniredis). So a group of one key costs one command besides its share
+// of the MGET, and nothing is built per key unless its group conflicted.
 //
 // The reply is the store's TIME (seconds, microseconds) followed, for each
 // group, by 1 when every key held what was expected and the writes were
@@ -35,31 +41,64 @@ local write = {as='s', vs='s', ts='s', ad='d', vd='d', td='d'}
 local t = redis.call('TIME')
 local out = {t[1], t[2]}
 local nout = 2
+local vals = redis.call('MGET', unpack(KEYS))
 local a, k = 1, 1
 local nargs = #ARGV
+local function current(k, last)
+  local r = {}
+  for i = k, last do
+    local v = redis.pcall('GET', KEYS[i])
+    if v == false then
+      r[#r + 1] = 'a'
+      r[#r + 1] = ''
+    elseif type(v) == 'string' then
+      r[#r + 1] = 'v'
+      r[#r + 1] = v
+    else
+      r[#r + 1] = 't'
+      r[#r + 1] = ''
+    end
+    r[#r + 1] = redis.call('PTTL', KEYS[i])
+  end
+  return r
+end
 while a <= nargs do
   local n = tonumber(ARGV[a])
   local first, last = a + 1, k + n - 1
   a = first
   local ok = true
+  local nx = false
   for i = k, last do
     local c = ARGV[a]
     local e = expect[c]
     if ok then
-      local v = redis.pcall('GET', KEYS[i])
+      local v = vals[i]
       if e == 'v' then
         ok = v == ARGV[a + 1]
+      elseif v ~= false then
+        ok = false
       elseif e == 'a' then
-        ok = v == false
+        if n == 1 and write[c] == 's' then
+          nx = true
+        else
+          ok = redis.call('EXISTS', KEYS[i]) == 0
+        end
       else
-        ok = v ~= false and type(v) ~= 'string'
+        local g = redis.pcall('GET', KEYS[i])
+        ok = g ~= false and type(g) ~= 'string'
       end
     end
     if e == 'v' then a = a + 2 else a = a + 1 end
     if write[c] == 's' then a = a + 2 end
   end
   nout = nout + 1
-  if ok then
+  if ok and nx then
+    if redis.call('SET', KEYS[k], ARGV[first + 1], 'PXAT', ARGV[first + 2], 'NX') then
+      out[nout] = 1
+    else
+      out[nout] = current(k, last)
+    end
+  elseif ok then
     a = first
     for i = k, last do
       local c = ARGV[a]
@@ -74,22 +113,7 @@ while a <= nargs do
     end
     out[nout] = 1
   else
-    local r = {}
-    for i = k, last do
-      local v = redis.pcall('GET', KEYS[i])
-      if v == false then
-        r[#r + 1] = 'a'
-        r[#r + 1] = ''
-      elseif type(v) == 'string' then
-        r[#r + 1] = 'v'
-        r[#r + 1] = v
-      else
-        r[#r + 1] = 't'
-        r[#r + 1] = ''
-      end
-      r[#r + 1] = redis.call('PTTL', KEYS[i])
-    end
-    out[nout] = r
+    out[nout] = current(k, last)
   end
   k = last + 1
 end
