@@ -3,6 +3,7 @@ package persist
 import (
 	"context"
 	"errors"
+	"hash/maphash"
 	"log/slog"
 	"strings"
 	"sync"
@@ -52,6 +53,9 @@ type SharedOptions struct {
 	NoDenyCache bool
 	// CacheKeys bounds the keys whose values are cached; 0 means 100,000.
 	CacheKeys int
+	// Lanes is the number of batchers, each with a round trip on the
+	// wire; 0 means 2.
+	Lanes int
 	// Logger gets the store going down and coming back (once each); nil
 	// discards it.
 	Logger *slog.Logger
@@ -71,15 +75,15 @@ type Shared struct {
 	log     *slog.Logger
 	channel string // the invalidation channel
 
-	mu        sync.Mutex // guards queue, dropKeys, dropAll, publishes, closed
-	queue     []*sharedOp
-	dropKeys  []string // keys to drop from the value cache
-	dropAll   bool
-	publishes []string // invalidation messages to publish
+	mu        sync.Mutex // guards publishes, closed
+	publishes []string   // invalidation messages to publish
 	closed    bool
 
-	wake   chan struct{} // an op was queued (capacity 1)
-	up     chan struct{} // the prober reached the store (capacity 1)
+	// lanes are the batchers, each deciding its share of the keys (seed
+	// hashes them).
+	lanes []*lane
+	seed  maphash.Seed
+
 	downCh chan struct{} // the store went down: probe it (capacity 1)
 	stop   chan struct{}
 	ctx    context.Context // cancelled by Close
@@ -91,13 +95,6 @@ type Shared struct {
 	clock *sharedClock
 	deny  denyCache
 	stats sharedCounters
-
-	// cache is the value cache: the last value seen of each key in the
-	// store. Owned by the batcher goroutine.
-	cache *valueCache
-
-	// bufs is the rounds' room, owned by the batcher goroutine.
-	bufs roundBufs
 
 	// ops are operations answered and released, for reuse (newOp,
 	// release): a decision then costs no allocation of its own.
@@ -158,24 +155,29 @@ func NewShared(client redis.UniversalClient, opts SharedOptions) *Shared {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	if opts.Lanes <= 0 {
+		opts.Lanes = defaultLanes
+	}
 	_, cluster := client.(*redis.ClusterClient)
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Shared{
+	s := &Shared{
 		client:  client,
 		cluster: cluster,
 		opts:    opts,
 		log:     log,
 		channel: opts.Prefix + "cellserver:invalidate",
-		wake:    make(chan struct{}, 1),
-		up:      make(chan struct{}, 1),
+		seed:    maphash.MakeSeed(),
 		downCh:  make(chan struct{}, 1),
 		stop:    make(chan struct{}),
 		ctx:     ctx,
 		cancel:  cancel,
 		clock:   newSharedClock(),
 		deny:    denyCache{m: make(map[string]denyEntry), max: opts.CacheKeys},
-		cache:   newValueCache(opts.CacheKeys),
 	}
+	for range opts.Lanes {
+		s.lanes = append(s.lanes, newLane(s, max(opts.CacheKeys/opts.Lanes, 1)))
+	}
+	return s
 }
 
 // Client returns the store's client.
@@ -201,8 +203,10 @@ func (s *Shared) Start(ctx context.Context) error {
 		s.markDown()
 	}
 	s.pubsub = s.client.Subscribe(s.ctx, s.channel)
-	s.wg.Add(3)
-	go s.run()
+	s.wg.Add(2 + len(s.lanes))
+	for _, l := range s.lanes {
+		go l.run()
+	}
 	go s.probe()
 	go s.listen(s.pubsub.Channel())
 	return nil
@@ -236,6 +240,9 @@ func (s *Shared) Close() error {
 	}
 	s.closed = true
 	s.mu.Unlock()
+	for _, l := range s.lanes {
+		l.close()
+	}
 	close(s.stop)
 	s.cancel()
 	var err error
@@ -354,17 +361,9 @@ func (s *Shared) queued(op *sharedOp) bool {
 		}
 	}
 	op.deadline = local + s.opts.Timeout
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	if !s.laneOf(op).enqueue(op) {
 		op.finish(engine.Decision{}, ErrStoreUnavailable)
 		return false
-	}
-	s.queue = append(s.queue, op)
-	s.mu.Unlock()
-	select {
-	case s.wake <- struct{}{}:
-	default:
 	}
 	return true
 }
@@ -455,27 +454,16 @@ func (s *Shared) probe() {
 			err := casScript.Load(ctx, s.client).Err() // a PING that also reloads the script
 			cancel()
 			if err == nil {
-				select {
-				case s.up <- struct{}{}:
-				default:
+				for _, l := range s.lanes {
+					select {
+					case l.up <- struct{}{}:
+					default:
+					}
 				}
 				break
 			}
 		}
 	}
-}
-
-// storeUp is the batcher's step when the store answers again: the store's
-// state wins, so the value cache and the local engine are emptied.
-func (s *Shared) storeUp() {
-	if !s.down.Load() {
-		return
-	}
-	s.cache.reset()
-	s.deny.clear()
-	s.opts.Local.Flush(nil)
-	s.down.Store(false)
-	s.log.Info("shared store back: deciding in the store again")
 }
 
 // replyError is an error whose text is the reply a client gets, its first

@@ -7,80 +7,6 @@ import (
 	"github.com/cellserver/cellserver/engine"
 )
 
-// run is the batcher: it takes every queued operation, decides them on the
-// cached values, and sends the compare-and-sets in one round trip; the
-// operations queued meanwhile make the next batch. Operations whose
-// compare-and-set conflicted are decided again, on the values the store
-// returned, in the round trip that follows at once.
-func (s *Shared) run() {
-	defer s.wg.Done()
-	var retry []*sharedOp
-	for {
-		if len(retry) == 0 {
-			select {
-			case <-s.wake:
-			case <-s.up:
-				s.storeUp()
-				continue
-			case <-s.stop:
-				s.drain(nil)
-				return
-			}
-		}
-		select {
-		case <-s.stop:
-			s.drain(retry)
-			return
-		case <-s.up:
-			s.storeUp()
-		default:
-		}
-		s.mu.Lock()
-		ops := append(retry, s.queue...)
-		s.queue = nil
-		drop, all, pubs := s.dropKeys, s.dropAll, s.publishes
-		s.dropKeys, s.dropAll, s.publishes = nil, false, nil
-		s.mu.Unlock()
-		retry = nil
-		if len(pubs) > 0 && !s.down.Load() {
-			s.publish(pubs)
-		}
-		if all {
-			s.cache.reset()
-		}
-		for _, k := range drop {
-			s.cache.drop(k)
-		}
-		if s.down.Load() {
-			for _, op := range ops {
-				s.fallback(op)
-				s.release(op)
-			}
-			continue
-		}
-		// An op retried past its deadline waits no more.
-		live := ops[:0]
-		now := s.clock.local()
-		for _, op := range ops {
-			if now > op.deadline {
-				s.timedOut(op)
-				s.release(op)
-				continue
-			}
-			live = append(live, op)
-		}
-		if len(live) > 0 {
-			retry = s.round(live)
-			// The round is over: what it answered, nothing refers to.
-			for _, op := range live {
-				if op.answered {
-					s.release(op)
-				}
-			}
-		}
-	}
-}
-
 // timedOut answers an operation the store has not decided within the
 // timeout. A store that slow counts as down: the fallback answers, as it
 // does when a round trip fails, and the prober brings the store back.
@@ -88,21 +14,6 @@ func (s *Shared) timedOut(op *sharedOp) {
 	s.stats.timeouts.Add(1)
 	s.markDown()
 	s.fallback(op)
-}
-
-// drain answers the operations left at Close.
-func (s *Shared) drain(retry []*sharedOp) {
-	s.mu.Lock()
-	ops := append(retry, s.queue...)
-	s.queue = nil
-	s.mu.Unlock()
-	for _, op := range ops {
-		if s.opts.Fallback == FallbackLocal {
-			s.fallback(op)
-		} else {
-			op.finish(engine.Decision{}, ErrStoreUnavailable)
-		}
-	}
 }
 
 // group is a set of keys linked by operations (a THROTTLE.ALL links its
@@ -149,9 +60,10 @@ func (b *roundBufs) call() *casCall {
 
 // round decides ops and sends one round trip; it returns the ops to decide
 // again (their group conflicted).
-func (s *Shared) round(ops []*sharedOp) (retry []*sharedOp) {
-	b := &s.bufs
-	groups := s.groupOps(ops)
+func (l *lane) round(ops []*sharedOp) (retry []*sharedOp) {
+	s := l.s
+	b := &l.bufs
+	groups := l.groupOps(ops)
 	now := s.now()
 	// The round's keys share one slab each for their compare-and-sets and
 	// final values.
@@ -165,7 +77,7 @@ func (s *Shared) round(ops []*sharedOp) (retry []*sharedOp) {
 		n := len(g.keys)
 		g.cas, g.finals = cas[:n:n], finals[:n:n]
 		cas, finals = cas[n:], finals[n:]
-		s.decideGroup(g, now)
+		l.decideGroup(g, now)
 	}
 	// One call per hash slot (one in all on a single Redis), split at
 	// maxCallKeys.
@@ -227,11 +139,11 @@ func (s *Shared) round(ops []*sharedOp) (retry []*sharedOp) {
 		case out := <-result:
 			s.stats.roundTrips.Add(1)
 			s.stats.latency(out.recv - out.sent)
-			return s.apply(callGroups, out.replies, out.errs, out.sent, out.recv)
+			return l.apply(callGroups, out.replies, out.errs, out.sent, out.recv)
 		case <-s.stop:
 			// Close: the reply may never come (a client without
 			// ContextTimeoutEnabled waits out its ReadTimeout).
-			s.bufs = roundBufs{}
+			l.bufs = roundBufs{}
 			for _, op := range ops {
 				s.fallback(op)
 			}
@@ -239,7 +151,7 @@ func (s *Shared) round(ops []*sharedOp) (retry []*sharedOp) {
 		case <-timer.C:
 		}
 		if s.clock.local()-start >= s.opts.Timeout {
-			s.bufs = roundBufs{} // the calls may still be being sent
+			l.bufs = roundBufs{} // the calls may still be being sent
 			s.markDown()
 			for _, op := range ops {
 				s.fallback(op)
@@ -256,7 +168,7 @@ func (s *Shared) round(ops []*sharedOp) (retry []*sharedOp) {
 }
 
 // groupOps links the ops that share keys into groups, in order of arrival.
-func (s *Shared) groupOps(ops []*sharedOp) []*group {
+func (l *lane) groupOps(ops []*sharedOp) []*group {
 	for _, op := range ops {
 		if len(op.keys) != 1 {
 			return groupLinked(ops)
@@ -264,9 +176,9 @@ func (s *Shared) groupOps(ops []*sharedOp) []*group {
 	}
 	// Every op has one key: a group per key, found by the key's entry in
 	// the value cache, which the round holds (one lookup per op in all).
-	c := s.cache
+	c := l.cache
 	c.round++
-	b := &s.bufs
+	b := &l.bufs
 	slab := grow(b.slab, len(ops))[:0]
 	for _, op := range ops {
 		slot := c.slot(op.keys[0])
@@ -369,7 +281,8 @@ func keyAt(keys []string, index map[string]int, k string) int {
 // before left, from the cached values, and fills in its compare-and-set
 // (g.cas and g.finals, whose room the caller gives): the values first
 // expected and the last ones.
-func (s *Shared) decideGroup(g *group, now int64) {
+func (l *lane) decideGroup(g *group, now int64) {
+	s := l.s
 	nowMs := now / 1e6
 	boundMs := s.clock.boundNs()/1e6 + 1
 	n := len(g.keys)
@@ -393,9 +306,9 @@ func (s *Shared) decideGroup(g *group, now int64) {
 	for i, k := range g.keys {
 		var sv storeValue
 		if g.slot >= 0 {
-			sv = s.cache.entries[g.slot].val
+			sv = l.cache.entries[g.slot].val
 		} else {
-			sv = s.cache.get(k)
+			sv = l.cache.get(k)
 		}
 		if sv.kind == kindValue && nowMs-boundMs > sv.expireAtMs {
 			// Gone in the store too, whatever the error of our clock.
@@ -468,7 +381,8 @@ func (s *Shared) decideGroup(g *group, now int64) {
 // group that conflicted updates the value cache with the store's values
 // and its ops are returned to be decided again; a call that failed marks
 // the store down and its ops fall back.
-func (s *Shared) apply(callGroups [][]*group, replies []casReply, errs []error, sent, recv time.Duration) (retry []*sharedOp) {
+func (l *lane) apply(callGroups [][]*group, replies []casReply, errs []error, sent, recv time.Duration) (retry []*sharedOp) {
+	s := l.s
 	decided := 0
 	for c, groups := range callGroups {
 		if errs[c] != nil {
@@ -487,7 +401,7 @@ func (s *Shared) apply(callGroups [][]*group, replies []casReply, errs []error, 
 			cur := r.current[gi]
 			if cur != nil {
 				s.stats.conflicts.Add(1)
-				s.cacheGroup(g, cur)
+				l.cacheGroup(g, cur)
 				for _, op := range g.ops {
 					if !op.answered {
 						retry = append(retry, op)
@@ -495,7 +409,7 @@ func (s *Shared) apply(callGroups [][]*group, replies []casReply, errs []error, 
 				}
 				continue
 			}
-			s.cacheGroup(g, g.finals)
+			l.cacheGroup(g, g.finals)
 			for _, op := range g.ops {
 				if op.answered {
 					continue
@@ -521,13 +435,13 @@ func (s *Shared) apply(callGroups [][]*group, replies []casReply, errs []error, 
 }
 
 // cacheGroup remembers the values of g's keys.
-func (s *Shared) cacheGroup(g *group, vals []storeValue) {
+func (l *lane) cacheGroup(g *group, vals []storeValue) {
 	if g.slot >= 0 {
-		s.cache.entries[g.slot].val = vals[0]
+		l.cache.entries[g.slot].val = vals[0]
 		return
 	}
 	for i, k := range g.keys {
-		s.cache.set(k, vals[i])
+		l.cache.set(k, vals[i])
 	}
 }
 

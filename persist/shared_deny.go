@@ -119,20 +119,26 @@ func (s *Shared) invalidate(prefixed []string) {
 	s.mu.Lock()
 	s.publishes = append(s.publishes, string(payload))
 	s.mu.Unlock()
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
+	s.lanes[0].poke() // any lane publishes them
+}
+
+// takePublishes returns the invalidation messages to publish, and forgets
+// them.
+func (s *Shared) takePublishes() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pubs := s.publishes
+	s.publishes = nil
+	return pubs
 }
 
 // dropLocal drops keys (prefixed), or all keys, from this instance's deny
 // cache at once and from its value cache at the batcher's next round.
 func (s *Shared) dropLocal(keys []string, all bool) {
 	s.deny.drop(keys, all)
-	s.mu.Lock()
-	s.dropKeys = append(s.dropKeys, keys...)
-	s.dropAll = s.dropAll || all
-	s.mu.Unlock()
+	for _, l := range s.lanes {
+		l.drop(keys, all)
+	}
 }
 
 // publish sends invalidation messages, in one pipeline.

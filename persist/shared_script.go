@@ -15,12 +15,13 @@ import (
 // decisions are made in Go, and the script only checks that each key
 // still holds the value they were made on.
 //
-// KEYS are the keys of every group, group after group. ARGV is, for each
-// group, its number of keys n and then, for each key, a code of two
-// letters (casCode): the kind expected ("a" absent, "v" a string value, "t"
-// a key of another type) and what to write ("k" keep, "s" set, "d"
-// delete); the expected value if the kind is "v"; the new value and its
-// expiry (PXAT, ms since the epoch) if the write is "s".
+// KEYS are the keys of every group, group after group. ARGV[1] is their
+// codes, two letters a key (casCodes): the kind expected ("a" absent, "v"
+// a string value, "t" a key of another type; upper case for the last key
+// of its group) and what to write ("k" keep, "s" set, "d" delete). The
+// other arguments are, key after key, the expected value if the kind is
+// "v", and the new value and its expiry (PXAT, ms since the epoch) if the
+// write is "s".
 //
 // Every key is read at once, with one MGET, which gives a string's value
 // and false for a key that is absent or of another type. A value expected
@@ -36,14 +37,20 @@ import (
 // made, or else by the current state of each of its keys (kind, value,
 // PTTL) with nothing written.
 const casSource = `
-local expect = {ak='a', as='a', ad='a', vk='v', vs='v', vd='v', tk='t', ts='t', td='t'}
-local write = {as='s', vs='s', ts='s', ad='d', vd='d', td='d'}
+local byte = string.byte
+local codes = ARGV[1]
 local t = redis.call('TIME')
 local out = {t[1], t[2]}
 local nout = 2
 local vals = redis.call('MGET', unpack(KEYS))
-local a, k = 1, 1
-local nargs = #ARGV
+local nkeys = #KEYS
+local a, k = 2, 1
+-- bytes: a 97, v 118, t 116 (A 65, V 86, T 84: last of a group); k 107, s 115, d 100
+local function kind(i)
+  local e = byte(codes, 2 * i - 1)
+  if e < 96 then return e + 32 end
+  return e
+end
 local function current(k, last)
   local r = {}
   for i = k, last do
@@ -62,23 +69,22 @@ local function current(k, last)
   end
   return r
 end
-while a <= nargs do
-  local n = tonumber(ARGV[a])
-  local first, last = a + 1, k + n - 1
-  a = first
+while k <= nkeys do
+  local last = k
+  while byte(codes, 2 * last - 1) > 96 do last = last + 1 end
+  local first = a
   local ok = true
   local nx = false
   for i = k, last do
-    local c = ARGV[a]
-    local e = expect[c]
+    local e, w = kind(i), byte(codes, 2 * i)
     if ok then
       local v = vals[i]
-      if e == 'v' then
-        ok = v == ARGV[a + 1]
+      if e == 118 then
+        ok = v == ARGV[a]
       elseif v ~= false then
         ok = false
-      elseif e == 'a' then
-        if n == 1 and write[c] == 's' then
+      elseif e == 97 then
+        if k == last and w == 115 then
           nx = true
         else
           ok = redis.call('EXISTS', KEYS[i]) == 0
@@ -88,12 +94,12 @@ while a <= nargs do
         ok = g ~= false and type(g) ~= 'string'
       end
     end
-    if e == 'v' then a = a + 2 else a = a + 1 end
-    if write[c] == 's' then a = a + 2 end
+    if e == 118 then a = a + 1 end
+    if w == 115 then a = a + 2 end
   end
   nout = nout + 1
   if ok and nx then
-    if redis.call('SET', KEYS[k], ARGV[first + 1], 'PXAT', ARGV[first + 2], 'NX') then
+    if redis.call('SET', KEYS[k], ARGV[first], 'PXAT', ARGV[first + 1], 'NX') then
       out[nout] = 1
     else
       out[nout] = current(k, last)
@@ -101,13 +107,12 @@ while a <= nargs do
   elseif ok then
     a = first
     for i = k, last do
-      local c = ARGV[a]
-      if expect[c] == 'v' then a = a + 2 else a = a + 1 end
-      local w = write[c]
-      if w == 's' then
+      local e, w = kind(i), byte(codes, 2 * i)
+      if e == 118 then a = a + 1 end
+      if w == 115 then
         redis.call('SET', KEYS[i], ARGV[a], 'PXAT', ARGV[a + 1])
         a = a + 2
-      elseif w == 'd' then
+      elseif w == 100 then
         redis.call('DEL', KEYS[i])
       end
     end
@@ -173,6 +178,8 @@ type casCall struct {
 	keys  []any
 	args  []any
 	nkeys int
+	// codes is ARGV[1], two bytes a key (casCodes).
+	codes []byte
 	// groups are the sizes of the call's groups, in order.
 	groups []int
 	// argv is the room of the command's arguments.
@@ -189,13 +196,12 @@ const maxCallKeys = 1000
 func (c *casCall) reset() {
 	clear(c.keys)
 	clear(c.args)
-	c.keys, c.args, c.nkeys, c.groups = c.keys[:0], c.args[:0], 0, c.groups[:0]
+	c.keys, c.args, c.nkeys, c.codes, c.groups = c.keys[:0], c.args[:0], 0, c.codes[:0], c.groups[:0]
 }
 
 // add appends one group of keys. The call points into group until it is
 // sent.
 func (c *casCall) add(group []casKey) {
-	c.args = append(c.args, len(group)) // a small int: no allocation
 	for i := range group {
 		k := &group[i]
 		if c.nkeys == 0 {
@@ -204,7 +210,7 @@ func (c *casCall) add(group []casKey) {
 			c.keys = append(c.keys, &k.key)
 		}
 		c.nkeys++
-		c.args = append(c.args, casCode(k.expected.kind, k.write))
+		c.codes = appendCasCode(c.codes, k.expected.kind, k.write, i == len(group)-1)
 		if k.expected.kind == kindValue {
 			c.args = append(c.args, k.expected.arg())
 		}
@@ -221,6 +227,7 @@ func (c *casCall) command(ctx context.Context, name, script string) *redis.Cmd {
 	clear(c.argv)
 	argv := append(c.argv[:0], name, script, c.nkeys)
 	argv = append(argv, c.keys...)
+	argv = append(argv, string(c.codes))
 	argv = append(argv, c.args...)
 	c.argv = argv
 	cmd := redis.NewCmd(ctx, argv...)
@@ -237,33 +244,20 @@ func (v *storeValue) arg() any {
 	return &v.val
 }
 
-// casCodes are the codes, boxed once: a string that is not a constant
-// where it is converted to an interface costs an allocation each time.
-var casCodes = [3][3]any{{"ak", "as", "ad"}, {"vk", "vs", "vd"}, {"tk", "ts", "td"}}
-
-// casCode is a key's code in the script's arguments: the kind expected and
-// the write, as an argument that costs no allocation.
-func casCode(kind, write string) any {
-	var k, w int
-	switch kind {
-	case kindAbsent:
-	case kindValue:
-		k = 1
-	case kindForeign:
-		k = 2
-	default:
+// appendCasCode appends a key's code in the script's ARGV[1]: the kind
+// expected, upper case for the last key of its group, and the write.
+func appendCasCode(codes []byte, kind, write string, last bool) []byte {
+	if len(kind) != 1 || !strings.Contains("avt", kind) {
 		panic("persist: bad expected kind " + kind)
 	}
-	switch write {
-	case writeKeep:
-	case writeSet:
-		w = 1
-	case writeDel:
-		w = 2
-	default:
+	if len(write) != 1 || !strings.Contains("ksd", write) {
 		panic("persist: bad write " + write)
 	}
-	return casCodes[k][w]
+	k := kind[0]
+	if last {
+		k -= 'a' - 'A'
+	}
+	return append(codes, k, write[0])
 }
 
 // casReply is a script's reply: the store's time and, for each group, nil
