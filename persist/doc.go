@@ -79,11 +79,12 @@
 // implementation of each algorithm, proved equal to the keyspace by the
 // engine's model test, and none in Lua to keep equal to it. The store only
 // checks and writes, with one script (EVALSHA, or EVAL after NOSCRIPT: a
-// flushed script cache, a failover): for each group of keys, it compares
-// every key's value with the one the decision was made on (absent counts as
-// a value, and so does a key of another type) and, only if all match,
-// writes the new values (SET key value PXAT ms, or DEL, or nothing for a
-// key left as it was); otherwise it writes nothing of that group and
+// flushed script cache, a failover): it reads every key of the call with
+// one MGET and, for each group of keys, compares every key's value with the
+// one the decision was made on (absent counts as a value, and so does a key
+// of another type) and, only if all match, writes the new values (SET key
+// value PXAT ms, with NX for a key expected absent, or DEL, or nothing for
+// a key left as it was); otherwise it writes nothing of that group and
 // returns its keys' current values and PTTLs. The script also returns the
 // store's TIME. It has no arithmetic, so it cannot disagree with the
 // engine.
@@ -97,9 +98,13 @@
 // answered only once the compare-and-set that verified its decision
 // succeeded: a refusal too, so a refusal is never made on a stale state.
 //
-// Every operation in flight in an instance shares round trips: one
-// goroutine sends a batch when none is on the wire (no timer) and the next
-// batch gathers meanwhile. A batch's operations on one key are applied in
+// Every operation in flight in an instance shares round trips. Operations
+// go to one of two lanes by the hash of their first key; each lane is a
+// goroutine that sends a batch when none of its own is on the wire (no
+// timer) while its next batch gathers, so that the store runs one lane's
+// batch while cellserver decides the other's. Each lane has its own value
+// cache; a key another lane decides too (a THROTTLE.ALL's other keys) only
+// costs a conflict. A batch's operations on one key are applied in
 // arrival order, each deciding on the state the one before left; the key's
 // compare-and-set carries the first expected value and the last new one.
 // Keys linked by operations (a THROTTLE.ALL links its keys) form a group,
