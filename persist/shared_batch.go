@@ -423,9 +423,10 @@ func (l *lane) apply(callGroups [][]*group, replies []casReply, errs []error, se
 					// A refund makes the key laxer: no instance may
 					// go on refusing from a remembered state.
 					s.invalidate(op.keys)
-				default:
-					s.deny.drop(op.keys, false)
 				}
+				// An admission leaves a remembered refusal as it is:
+				// it only makes the key stricter, so a refusal decided
+				// on the state before it is one on the state after.
 				op.finish(op.d, op.err)
 			}
 		}

@@ -1,15 +1,22 @@
 package persist
 
+import "hash/maphash"
+
 // valueCache is shared mode's value cache: the last value seen of each key
 // in the store, at most max keys (evicted arbitrarily), a key not in it
-// being expected absent. Its entries live in one slab, found by key once a
+// being expected absent. Keys are known by a 64-bit hash of their name
+// only, so that finding one reads no name: were two keys' hashes to
+// collide, they would share an entry, and the compare-and-set would only
+// find the other key's value there and conflict; a cached value is what a
+// decision expects, never what it is made on until the store agrees. Its entries live in one slab, found by key once a
 // round: a round of single-key operations finds each key's entry while it
 // groups them (slot), and its decisions and replies then reach the entry by
 // its index instead of looking the key up again. An entry that slot gave
 // in the round under way is never evicted before the round ends. Owned by
 // the batcher goroutine.
 type valueCache struct {
-	index   map[string]int32
+	seed    maphash.Seed
+	index   map[uint64]int32
 	entries []cacheEntry
 	free    []int32 // entries whose key was dropped
 	max     int
@@ -20,36 +27,42 @@ type valueCache struct {
 // cacheEntry is one key's value, and its group in the last round that used
 // it.
 type cacheEntry struct {
-	live  bool // false: on the free list
-	key   string
+	live  bool   // false: on the free list
+	hash  uint64 // the key's
 	val   storeValue
 	round uint64
 	group int32
 }
 
 func newValueCache(max int) *valueCache {
-	return &valueCache{index: make(map[string]int32), max: max}
+	return &valueCache{seed: maphash.MakeSeed(), index: make(map[uint64]int32), max: max}
 }
 
 // reset empties the cache.
 func (c *valueCache) reset() {
-	*c = valueCache{index: make(map[string]int32), max: c.max, round: c.round}
+	*c = valueCache{seed: c.seed, index: make(map[uint64]int32), max: c.max, round: c.round}
 }
 
+// hash is key's hash.
+func (c *valueCache) hash(key string) uint64 { return maphash.String(c.seed, key) }
+
 // drop forgets key.
-func (c *valueCache) drop(key string) {
-	i, ok := c.index[key]
+func (c *valueCache) drop(key string) { c.dropHash(c.hash(key)) }
+
+// dropHash forgets the key of hash h.
+func (c *valueCache) dropHash(h uint64) {
+	i, ok := c.index[h]
 	if !ok {
 		return
 	}
-	delete(c.index, key)
+	delete(c.index, h)
 	c.entries[i] = cacheEntry{}
 	c.free = append(c.free, i)
 }
 
 // get returns key's value; absent when it is not cached.
 func (c *valueCache) get(key string) storeValue {
-	if i, ok := c.index[key]; ok {
+	if i, ok := c.index[c.hash(key)]; ok {
 		return c.entries[i].val
 	}
 	return storeValue{kind: kindAbsent}
@@ -57,19 +70,16 @@ func (c *valueCache) get(key string) storeValue {
 
 // set remembers key's value.
 func (c *valueCache) set(key string, v storeValue) {
-	i, ok := c.index[key]
-	if !ok {
-		i = c.insert(key)
-	}
-	c.entries[i].val = v
+	c.entries[c.slot(key)].val = v
 }
 
 // slot returns key's entry, made (absent) if the key is not cached, held
 // until the round ends.
 func (c *valueCache) slot(key string) int32 {
-	i, ok := c.index[key]
+	h := c.hash(key)
+	i, ok := c.index[h]
 	if !ok {
-		i = c.insert(key)
+		i = c.insert(h)
 	}
 	return i
 }
@@ -78,7 +88,7 @@ func (c *valueCache) slot(key string) int32 {
 // cache is full (keys that the round under way does not hold: when every
 // entry is held, the cache grows past max, and shrinks back as keys are
 // inserted after the round).
-func (c *valueCache) insert(key string) int32 {
+func (c *valueCache) insert(h uint64) int32 {
 	for len(c.index) >= c.max && c.evict() {
 	}
 	var i int32
@@ -89,8 +99,8 @@ func (c *valueCache) insert(key string) int32 {
 		i = int32(len(c.entries))
 		c.entries = append(c.entries, cacheEntry{})
 	}
-	c.entries[i] = cacheEntry{live: true, key: key, val: storeValue{kind: kindAbsent}}
-	c.index[key] = i
+	c.entries[i] = cacheEntry{live: true, hash: h, val: storeValue{kind: kindAbsent}}
+	c.index[h] = i
 	return i
 }
 
@@ -107,7 +117,7 @@ func (c *valueCache) evict() bool {
 		if !e.live || e.round == c.round && c.round != 0 {
 			continue
 		}
-		c.drop(e.key)
+		c.dropHash(e.hash)
 		return true
 	}
 	return false

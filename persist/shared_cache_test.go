@@ -16,9 +16,10 @@ func TestValueCache(t *testing.T) {
 			t.Fatalf("%d keys cached, max 4", len(c.index))
 		}
 	}
-	for k, i := range c.index {
-		if c.entries[i].key != k || c.get(k) != val(int(k[1]-'0')) {
-			t.Fatalf("entry %d is %+v for %q", i, c.entries[i], k)
+	for i := 6; i < 10; i++ {
+		k := fmt.Sprint("k", i)
+		if e := c.entries[c.index[c.hash(k)]]; e.hash != c.hash(k) || c.get(k) != val(i) {
+			t.Fatalf("entry %+v for %q", e, k)
 		}
 	}
 	if got := c.get("k0"); got.kind != kindAbsent {
@@ -34,7 +35,7 @@ func TestValueCache(t *testing.T) {
 		slots = append(slots, s)
 	}
 	for i, s := range slots {
-		if e := c.entries[s]; e.key != fmt.Sprint("r", i) || e.val != val(i) {
+		if e := c.entries[s]; e.hash != c.hash(fmt.Sprint("r", i)) || e.val != val(i) {
 			t.Fatalf("held slot %d is %+v", s, e)
 		}
 	}
@@ -53,9 +54,9 @@ func TestValueCache(t *testing.T) {
 	if len(c.index) > 4 {
 		t.Fatalf("%d keys cached after the round, max 4", len(c.index))
 	}
-	for k, i := range c.index {
-		if !c.entries[i].live || c.entries[i].key != k {
-			t.Fatalf("index %q -> %+v", k, c.entries[i])
+	for h, i := range c.index {
+		if !c.entries[i].live || c.entries[i].hash != h {
+			t.Fatalf("index %x -> %+v", h, c.entries[i])
 		}
 	}
 	c.reset()
