@@ -73,6 +73,10 @@ type Commands struct {
 	// workers are the commands running off the event loops against the
 	// Store (offload); Close waits for them.
 	workers sync.WaitGroup
+
+	// laters are paused CL.THROTTLEs whose replies were written, for
+	// reuse.
+	laters sync.Pool
 }
 
 // Context is what a handler gets besides its arguments. Handlers call it

@@ -1,6 +1,10 @@
 package commands
 
-import "github.com/cellserver/cellserver/engine"
+import (
+	"sync"
+
+	"github.com/cellserver/cellserver/engine"
+)
 
 // throttleCommands are the rate-limit commands.
 func throttleCommands() []*Command {
@@ -38,7 +42,11 @@ func clThrottle(cx *Context, w Writer, args [][]byte) {
 			// await's path without its closures: one object carries the
 			// command from the store's answer to its reply.
 			cx.later = true
-			l := &throttleLater{paused: p.Pause()}
+			l, _ := cx.cmds.laters.Get().(*throttleLater)
+			if l == nil {
+				l = new(throttleLater)
+			}
+			l.pool, l.paused = &cx.cmds.laters, p.Pause()
 			l.t = cx.tallyKey(args[1], engine.FamilyCL).detachInto(l.key[:])
 			st.Throttle(args[1], quota, nums[3], l)
 			return
@@ -86,8 +94,10 @@ func writeResult(t tally, w Writer, r engine.Result) {
 
 // throttleLater is a paused CL.THROTTLE in shared mode, from the store's
 // answer (done, on any goroutine) to its reply (write, on the connection's
-// driver), counted as await counts it.
+// driver), counted as await counts it. Once its reply is written, nothing
+// refers to it, and it goes back to pool.
 type throttleLater struct {
+	pool   *sync.Pool
 	t      tally
 	paused Paused
 	res    engine.Result
@@ -111,4 +121,7 @@ func (l *throttleLater) WriteReply(w Writer) {
 		l.t.erred()
 	}
 	writeThrottle(l.t, w, l.res, l.err)
+	pool := l.pool
+	*l = throttleLater{}
+	pool.Put(l)
 }
