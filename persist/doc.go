@@ -98,13 +98,9 @@
 // answered only once the compare-and-set that verified its decision
 // succeeded: a refusal too, so a refusal is never made on a stale state.
 //
-// Every operation in flight in an instance shares round trips. Operations
-// go to one of two lanes by the hash of their first key; each lane is a
-// goroutine that sends a batch when none of its own is on the wire (no
-// timer) while its next batch gathers, so that the store runs one lane's
-// batch while cellserver decides the other's. Each lane has its own value
-// cache; a key another lane decides too (a THROTTLE.ALL's other keys) only
-// costs a conflict. A batch's operations on one key are applied in
+// Every operation in flight in an instance shares round trips: one
+// goroutine sends a batch when none is on the wire (no timer) and the next
+// batch gathers meanwhile. A batch's operations on one key are applied in
 // arrival order, each deciding on the state the one before left; the key's
 // compare-and-set carries the first expected value and the last new one.
 // Keys linked by operations (a THROTTLE.ALL links its keys) form a group,

@@ -3,7 +3,6 @@ package persist
 import (
 	"context"
 	"errors"
-	"hash/maphash"
 	"log/slog"
 	"strings"
 	"sync"
@@ -53,9 +52,6 @@ type SharedOptions struct {
 	NoDenyCache bool
 	// CacheKeys bounds the keys whose values are cached; 0 means 100,000.
 	CacheKeys int
-	// Lanes is the number of batchers, each with a round trip on the
-	// wire; 0 means 2.
-	Lanes int
 	// Logger gets the store going down and coming back (once each); nil
 	// discards it.
 	Logger *slog.Logger
@@ -79,10 +75,8 @@ type Shared struct {
 	publishes []string   // invalidation messages to publish
 	closed    bool
 
-	// lanes are the batchers, each deciding its share of the keys (seed
-	// hashes them).
-	lanes []*lane
-	seed  maphash.Seed
+	// b decides the queued operations, a round trip at a time.
+	b *batcher
 
 	downCh chan struct{} // the store went down: probe it (capacity 1)
 	stop   chan struct{}
@@ -155,9 +149,6 @@ func NewShared(client redis.UniversalClient, opts SharedOptions) *Shared {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if opts.Lanes <= 0 {
-		opts.Lanes = defaultLanes
-	}
 	_, cluster := client.(*redis.ClusterClient)
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Shared{
@@ -166,7 +157,6 @@ func NewShared(client redis.UniversalClient, opts SharedOptions) *Shared {
 		opts:    opts,
 		log:     log,
 		channel: opts.Prefix + "cellserver:invalidate",
-		seed:    maphash.MakeSeed(),
 		downCh:  make(chan struct{}, 1),
 		stop:    make(chan struct{}),
 		ctx:     ctx,
@@ -174,9 +164,7 @@ func NewShared(client redis.UniversalClient, opts SharedOptions) *Shared {
 		clock:   newSharedClock(),
 		deny:    denyCache{m: make(map[string]denyEntry), max: opts.CacheKeys},
 	}
-	for range opts.Lanes {
-		s.lanes = append(s.lanes, newLane(s, max(opts.CacheKeys/opts.Lanes, 1)))
-	}
+	s.b = newBatcher(s, opts.CacheKeys)
 	return s
 }
 
@@ -203,10 +191,8 @@ func (s *Shared) Start(ctx context.Context) error {
 		s.markDown()
 	}
 	s.pubsub = s.client.Subscribe(s.ctx, s.channel)
-	s.wg.Add(2 + len(s.lanes))
-	for _, l := range s.lanes {
-		go l.run()
-	}
+	s.wg.Add(3)
+	go s.b.run()
 	go s.probe()
 	go s.listen(s.pubsub.Channel())
 	return nil
@@ -240,9 +226,7 @@ func (s *Shared) Close() error {
 	}
 	s.closed = true
 	s.mu.Unlock()
-	for _, l := range s.lanes {
-		l.close()
-	}
+	s.b.close()
 	close(s.stop)
 	s.cancel()
 	var err error
@@ -361,7 +345,7 @@ func (s *Shared) queued(op *sharedOp) bool {
 		}
 	}
 	op.deadline = local + s.opts.Timeout
-	if !s.laneOf(op).enqueue(op) {
+	if !s.b.enqueue(op) {
 		op.finish(engine.Decision{}, ErrStoreUnavailable)
 		return false
 	}
@@ -454,11 +438,9 @@ func (s *Shared) probe() {
 			err := casScript.Load(ctx, s.client).Err() // a PING that also reloads the script
 			cancel()
 			if err == nil {
-				for _, l := range s.lanes {
-					select {
-					case l.up <- struct{}{}:
-					default:
-					}
+				select {
+				case s.b.up <- struct{}{}:
+				default:
 				}
 				break
 			}

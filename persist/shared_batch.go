@@ -60,10 +60,10 @@ func (b *roundBufs) call() *casCall {
 
 // round decides ops and sends one round trip; it returns the ops to decide
 // again (their group conflicted).
-func (l *lane) round(ops []*sharedOp) (retry []*sharedOp) {
-	s := l.s
-	b := &l.bufs
-	groups := l.groupOps(ops)
+func (b *batcher) round(ops []*sharedOp) (retry []*sharedOp) {
+	s := b.s
+	rb := &b.bufs
+	groups := b.groupOps(ops)
 	now := s.now()
 	// The round's keys share one slab each for their compare-and-sets and
 	// final values.
@@ -71,40 +71,40 @@ func (l *lane) round(ops []*sharedOp) (retry []*sharedOp) {
 	for _, g := range groups {
 		nkeys += len(g.keys)
 	}
-	b.cas, b.finals = grow(b.cas, nkeys), grow(b.finals, nkeys)
-	cas, finals := b.cas, b.finals
+	rb.cas, rb.finals = grow(rb.cas, nkeys), grow(rb.finals, nkeys)
+	cas, finals := rb.cas, rb.finals
 	for _, g := range groups {
 		n := len(g.keys)
 		g.cas, g.finals = cas[:n:n], finals[:n:n]
 		cas, finals = cas[n:], finals[n:]
-		l.decideGroup(g, now)
+		b.decideGroup(g, now)
 	}
 	// One call per hash slot (one in all on a single Redis), split at
 	// maxCallKeys.
-	b.ncalls = 0
+	rb.ncalls = 0
 	var bySlot map[int]int
 	if s.cluster {
 		bySlot = map[int]int{}
 	}
 	for _, g := range groups {
-		i, ok := b.ncalls-1, b.ncalls > 0
+		i, ok := rb.ncalls-1, rb.ncalls > 0
 		if s.cluster {
 			i, ok = bySlot[keySlot(g.keys[0])]
 		}
-		if ok && b.calls[i].nkeys+len(g.keys) > maxCallKeys {
+		if ok && rb.calls[i].nkeys+len(g.keys) > maxCallKeys {
 			ok = false
 		}
 		if !ok {
-			i = b.ncalls
+			i = rb.ncalls
 			if s.cluster {
 				bySlot[keySlot(g.keys[0])] = i
 			}
-			b.call()
+			rb.call()
 		}
-		b.calls[i].add(g.cas)
-		b.callGroups[i] = append(b.callGroups[i], g)
+		rb.calls[i].add(g.cas)
+		rb.callGroups[i] = append(rb.callGroups[i], g)
 	}
-	calls, callGroups := b.calls[:b.ncalls], b.callGroups[:b.ncalls]
+	calls, callGroups := rb.calls[:rb.ncalls], rb.callGroups[:rb.ncalls]
 
 	type outcome struct {
 		replies []casReply
@@ -139,11 +139,11 @@ func (l *lane) round(ops []*sharedOp) (retry []*sharedOp) {
 		case out := <-result:
 			s.stats.roundTrips.Add(1)
 			s.stats.latency(out.recv - out.sent)
-			return l.apply(callGroups, out.replies, out.errs, out.sent, out.recv)
+			return b.apply(callGroups, out.replies, out.errs, out.sent, out.recv)
 		case <-s.stop:
 			// Close: the reply may never come (a client without
 			// ContextTimeoutEnabled waits out its ReadTimeout).
-			l.bufs = roundBufs{}
+			b.bufs = roundBufs{}
 			for _, op := range ops {
 				s.fallback(op)
 			}
@@ -151,7 +151,7 @@ func (l *lane) round(ops []*sharedOp) (retry []*sharedOp) {
 		case <-timer.C:
 		}
 		if s.clock.local()-start >= s.opts.Timeout {
-			l.bufs = roundBufs{} // the calls may still be being sent
+			b.bufs = roundBufs{} // the calls may still be being sent
 			s.markDown()
 			for _, op := range ops {
 				s.fallback(op)
@@ -168,7 +168,7 @@ func (l *lane) round(ops []*sharedOp) (retry []*sharedOp) {
 }
 
 // groupOps links the ops that share keys into groups, in order of arrival.
-func (l *lane) groupOps(ops []*sharedOp) []*group {
+func (b *batcher) groupOps(ops []*sharedOp) []*group {
 	for _, op := range ops {
 		if len(op.keys) != 1 {
 			return groupLinked(ops)
@@ -176,10 +176,10 @@ func (l *lane) groupOps(ops []*sharedOp) []*group {
 	}
 	// Every op has one key: a group per key, found by the key's entry in
 	// the value cache, which the round holds (one lookup per op in all).
-	c := l.cache
+	c := b.cache
 	c.round++
-	b := &l.bufs
-	slab := grow(b.slab, len(ops))[:0]
+	rb := &b.bufs
+	slab := grow(rb.slab, len(ops))[:0]
 	for _, op := range ops {
 		slot := c.slot(op.keys[0])
 		e := &c.entries[slot]
@@ -194,12 +194,12 @@ func (l *lane) groupOps(ops []*sharedOp) []*group {
 		g.one[0] = op
 		g.ops = g.one[:1]
 	}
-	b.slab = slab
-	groups := grow(b.groups, len(slab))
+	rb.slab = slab
+	groups := grow(rb.groups, len(slab))
 	for i := range slab {
 		groups[i] = &slab[i]
 	}
-	b.groups = groups
+	rb.groups = groups
 	return groups
 }
 
@@ -281,8 +281,8 @@ func keyAt(keys []string, index map[string]int, k string) int {
 // before left, from the cached values, and fills in its compare-and-set
 // (g.cas and g.finals, whose room the caller gives): the values first
 // expected and the last ones.
-func (l *lane) decideGroup(g *group, now int64) {
-	s := l.s
+func (b *batcher) decideGroup(g *group, now int64) {
+	s := b.s
 	nowMs := now / 1e6
 	boundMs := s.clock.boundNs()/1e6 + 1
 	n := len(g.keys)
@@ -306,9 +306,9 @@ func (l *lane) decideGroup(g *group, now int64) {
 	for i, k := range g.keys {
 		var sv storeValue
 		if g.slot >= 0 {
-			sv = l.cache.entries[g.slot].val
+			sv = b.cache.entries[g.slot].val
 		} else {
-			sv = l.cache.get(k)
+			sv = b.cache.get(k)
 		}
 		if sv.kind == kindValue && nowMs-boundMs > sv.expireAtMs {
 			// Gone in the store too, whatever the error of our clock.
@@ -381,8 +381,8 @@ func (l *lane) decideGroup(g *group, now int64) {
 // group that conflicted updates the value cache with the store's values
 // and its ops are returned to be decided again; a call that failed marks
 // the store down and its ops fall back.
-func (l *lane) apply(callGroups [][]*group, replies []casReply, errs []error, sent, recv time.Duration) (retry []*sharedOp) {
-	s := l.s
+func (b *batcher) apply(callGroups [][]*group, replies []casReply, errs []error, sent, recv time.Duration) (retry []*sharedOp) {
+	s := b.s
 	decided := 0
 	for c, groups := range callGroups {
 		if errs[c] != nil {
@@ -401,7 +401,7 @@ func (l *lane) apply(callGroups [][]*group, replies []casReply, errs []error, se
 			cur := r.current[gi]
 			if cur != nil {
 				s.stats.conflicts.Add(1)
-				l.cacheGroup(g, cur)
+				b.cacheGroup(g, cur)
 				for _, op := range g.ops {
 					if !op.answered {
 						retry = append(retry, op)
@@ -409,7 +409,7 @@ func (l *lane) apply(callGroups [][]*group, replies []casReply, errs []error, se
 				}
 				continue
 			}
-			l.cacheGroup(g, g.finals)
+			b.cacheGroup(g, g.finals)
 			for _, op := range g.ops {
 				if op.answered {
 					continue
@@ -436,13 +436,13 @@ func (l *lane) apply(callGroups [][]*group, replies []casReply, errs []error, se
 }
 
 // cacheGroup remembers the values of g's keys.
-func (l *lane) cacheGroup(g *group, vals []storeValue) {
+func (b *batcher) cacheGroup(g *group, vals []storeValue) {
 	if g.slot >= 0 {
-		l.cache.entries[g.slot].val = vals[0]
+		b.cache.entries[g.slot].val = vals[0]
 		return
 	}
 	for i, k := range g.keys {
-		l.cache.set(k, vals[i])
+		b.cache.set(k, vals[i])
 	}
 }
 

@@ -119,7 +119,7 @@ func (s *Shared) invalidate(prefixed []string) {
 	s.mu.Lock()
 	s.publishes = append(s.publishes, string(payload))
 	s.mu.Unlock()
-	s.lanes[0].poke() // any lane publishes them
+	s.b.poke() // the batcher publishes them
 }
 
 // takePublishes returns the invalidation messages to publish, and forgets
@@ -136,9 +136,7 @@ func (s *Shared) takePublishes() []string {
 // cache at once and from its value cache at the batcher's next round.
 func (s *Shared) dropLocal(keys []string, all bool) {
 	s.deny.drop(keys, all)
-	for _, l := range s.lanes {
-		l.drop(keys, all)
-	}
+	s.b.drop(keys, all)
 }
 
 // publish sends invalidation messages, in one pipeline.

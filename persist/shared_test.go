@@ -146,10 +146,10 @@ func TestSharedAllRefusedWritesNothing(t *testing.T) {
 }
 
 // TestSharedChainedOneBatch: ops on one key queued together go in one
-// round trip, each decided on the state the one before left; with one lane,
-// so are the ops on another key.
+// round trip, each decided on the state the one before left, and so do the
+// ops on another key.
 func TestSharedChainedOneBatch(t *testing.T) {
-	m, s, _ := newSharedMini(t, SharedOptions{Lanes: 1})
+	m, s, _ := newSharedMini(t, SharedOptions{})
 	var chs []<-chan answer
 	for range 6 {
 		chs = append(chs, throttleAsync(s, "k", clQuota, 1)) // queued before Start
@@ -398,39 +398,4 @@ func twoSharedMini(t *testing.T) (m *miniredis.Miniredis, a, b *Shared) {
 	b = NewShared(client, SharedOptions{Local: engine.New(engine.Options{SweepInterval: -1}), Timeout: 5 * time.Second})
 	startShared(t, b)
 	return m, a, b
-}
-
-// TestSharedLanes: the lanes decide their keys side by side, a round trip
-// each; a key decided in two lanes at once (one rule of a THROTTLE.ALL
-// routed by its other key) conflicts in one of them and is decided again
-// there, so that it is never admitted twice on one value.
-func TestSharedLanes(t *testing.T) {
-	m, s, _ := newSharedMini(t, SharedOptions{Lanes: 2})
-	sw := func(key string, limit int64) engine.Rule {
-		return engine.Rule{Key: []byte(key), Family: engine.FamilySW, Window: engine.WindowQuota{Limit: limit, Window: int64(time.Minute)}}
-	}
-	laneOf := func(key string) *lane {
-		return s.laneOf(&sharedOp{keys: []string{key}})
-	}
-	other := ""
-	for i := 0; other == ""; i++ {
-		if k := "b" + strconv.Itoa(i); laneOf(k) != laneOf("a") {
-			other = k
-		}
-	}
-	one := windowAsync(s, sw("a", 1), 1)
-	all := allAsync(s, []engine.Rule{sw(other, 5), sw("a", 1)}, 1)
-	startShared(t, s)
-	a1, a2 := wait(t, one), wait(t, all)
-	if a1.err != nil || a2.err != nil || a1.d.Limited == a2.d.Limited {
-		t.Fatalf("answers %+v and %+v: want exactly one admitted", a1, a2)
-	}
-	val, _ := m.Get("a")
-	var rec engine.Record
-	if err := decodeState(val, &rec); err != nil || len(rec.Log) != 1 {
-		t.Fatalf("stored %q: %+v %v, want 1 request", val, rec, err)
-	}
-	if st := s.Stats(); st.Conflicts != 1 || st.RoundTrips != 3 {
-		t.Fatalf("stats %+v, want 1 conflict in 3 round trips (one a lane, and the retry)", st)
-	}
 }

@@ -1,0 +1,180 @@
+package persist
+
+import (
+	"sync"
+
+	"github.com/cellserver/cellserver/engine"
+)
+
+// batcher decides the queued operations in batches, one round trip to the
+// store at a time: it owns the value cache and the rounds' room.
+type batcher struct {
+	s *Shared
+
+	mu       sync.Mutex // guards queue, dropKeys, dropAll, closed
+	queue    []*sharedOp
+	dropKeys []string // keys to drop from the value cache
+	dropAll  bool
+	closed   bool
+
+	wake chan struct{} // an op was queued, or keys dropped (capacity 1)
+	up   chan struct{} // the prober reached the store (capacity 1)
+
+	// cache is the value cache; bufs the rounds' room. Both are owned by
+	// the batcher's goroutine.
+	cache *valueCache
+	bufs  roundBufs
+}
+
+func newBatcher(s *Shared, cacheKeys int) *batcher {
+	return &batcher{
+		s:     s,
+		wake:  make(chan struct{}, 1),
+		up:    make(chan struct{}, 1),
+		cache: newValueCache(cacheKeys),
+	}
+}
+
+// enqueue queues op, unless the batcher is closed.
+func (b *batcher) enqueue(op *sharedOp) bool {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return false
+	}
+	b.queue = append(b.queue, op)
+	b.mu.Unlock()
+	b.poke()
+	return true
+}
+
+// poke wakes the batcher's goroutine.
+func (b *batcher) poke() {
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+}
+
+// close makes the batcher refuse operations from now on.
+func (b *batcher) close() {
+	b.mu.Lock()
+	b.closed = true
+	b.mu.Unlock()
+}
+
+// drop forgets keys (all of them with all) from the value cache, at the
+// batcher's next round.
+func (b *batcher) drop(keys []string, all bool) {
+	b.mu.Lock()
+	b.dropKeys = append(b.dropKeys, keys...)
+	b.dropAll = b.dropAll || all
+	b.mu.Unlock()
+	b.poke()
+}
+
+// run is the batcher's goroutine: it takes every queued operation, decides them
+// on the cached values, and sends the compare-and-sets in one round trip;
+// the operations queued meanwhile make the next batch. Operations whose
+// compare-and-set conflicted are decided again, on the values the store
+// returned, in the round trip that follows at once.
+func (b *batcher) run() {
+	s := b.s
+	defer s.wg.Done()
+	var retry []*sharedOp
+	for {
+		if len(retry) == 0 {
+			select {
+			case <-b.wake:
+			case <-b.up:
+				b.storeUp()
+				continue
+			case <-s.stop:
+				b.drain(nil)
+				return
+			}
+		}
+		select {
+		case <-s.stop:
+			b.drain(retry)
+			return
+		case <-b.up:
+			b.storeUp()
+		default:
+		}
+		b.mu.Lock()
+		ops := append(retry, b.queue...)
+		b.queue = nil
+		drop, all := b.dropKeys, b.dropAll
+		b.dropKeys, b.dropAll = nil, false
+		b.mu.Unlock()
+		retry = nil
+		if pubs := s.takePublishes(); len(pubs) > 0 && !s.down.Load() {
+			s.publish(pubs)
+		}
+		if all {
+			b.cache.reset()
+		}
+		for _, k := range drop {
+			b.cache.drop(k)
+		}
+		if s.down.Load() {
+			for _, op := range ops {
+				s.fallback(op)
+				s.release(op)
+			}
+			continue
+		}
+		// An op retried past its deadline waits no more.
+		live := ops[:0]
+		now := s.clock.local()
+		for _, op := range ops {
+			if now > op.deadline {
+				s.timedOut(op)
+				s.release(op)
+				continue
+			}
+			live = append(live, op)
+		}
+		if len(live) > 0 {
+			retry = b.round(live)
+			// The round is over: what it answered, nothing refers to.
+			for _, op := range live {
+				if op.answered {
+					s.release(op)
+				}
+			}
+		}
+	}
+}
+
+// storeUp is the batcher's step when the store answers again: the store's
+// state wins, so the value cache, the deny cache and the local engine are
+// emptied.
+func (b *batcher) storeUp() {
+	s := b.s
+	if !s.down.Load() {
+		return
+	}
+	b.cache.reset()
+	s.deny.clear()
+	s.opts.Local.Flush(nil)
+	s.down.Store(false)
+	s.log.Info("shared store back: deciding in the store again")
+}
+
+// drain answers the operations left at Close.
+func (b *batcher) drain(retry []*sharedOp) {
+	s := b.s
+	b.mu.Lock()
+	ops := append(retry, b.queue...)
+	b.queue = nil
+	b.mu.Unlock()
+	for _, op := range ops {
+		if s.opts.Fallback == FallbackLocal {
+			s.fallback(op)
+		} else {
+			op.finish(engine.Decision{}, ErrStoreUnavailable)
+		}
+	}
+}
