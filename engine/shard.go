@@ -56,33 +56,21 @@ func (s *shard) name(ent *entry) string { return s.names.get(ent.nameOff, ent.si
 
 // find returns key's slot and its cell in the index.
 func (s *shard) find(key []byte) (slot uint32, cell int, ok bool) {
-	x := &s.index
-	if x.n == 0 {
+	cell, ok = s.index.search(s.tag(key), func(slot uint32) bool {
+		return s.name(&s.entries[slot]) == string(key)
+	})
+	if !ok {
 		return 0, 0, false
 	}
-	tag := s.tag(key)
-	for i := x.home(tag); ; i = x.next(i) {
-		c := x.cells[i]
-		if c == 0 {
-			return 0, 0, false
-		}
-		if uint32(c>>32) == tag {
-			slot := uint32(c) - 1
-			if s.name(&s.entries[slot]) == string(key) {
-				return slot, i, true
-			}
-		}
-	}
+	return s.index.slot(cell), cell, true
 }
 
 // cellOf returns the index cell that holds slot.
 func (s *shard) cellOf(slot uint32) int {
-	x := &s.index
-	for i := x.home(s.tag(bytesOf(s.name(&s.entries[slot])))); ; i = x.next(i) {
-		if x.slot(i) == slot {
-			return i
-		}
-	}
+	cell, _ := s.index.search(s.tag(bytesOf(s.name(&s.entries[slot]))), func(held uint32) bool {
+		return held == slot
+	})
+	return cell
 }
 
 // lookup returns the live entry for key, removing it if it has expired.
