@@ -24,14 +24,16 @@ type keyIndex struct {
 
 // Growth: the table grows by half when a new key would take it past
 // maxLoad, which keeps it between 57% and 85% full (about 12 bytes a key
-// on average) with short probes. Each operation moves moveStep cells of
+// on average) with short probes; its sizes are the shard's own (see
+// grownLen). Each operation moves moveStep cells of
 // the old table during a growth, so that a move ends after len(old)/moveStep
 // operations, long before the new table could fill: far less work per
 // operation than rehashing a table at once, and the old table is let go
 // soon.
 const (
 	maxLoadNum, maxLoadDen = 85, 100
-	minIndexCells          = 8
+	indexGrowth            = 1.5
+	firstIndexCells        = 64 // the base of the table's sizes
 	moveStep               = 64
 )
 
@@ -112,13 +114,14 @@ func (x *keyIndex) slot(cell int) uint32 {
 	return cellSlot(x.old[cell-len(x.cells)])
 }
 
-// insert files slot under tag; the key must not be in the index.
-func (x *keyIndex) insert(tag, slot uint32) {
+// insert files slot under tag; the key must not be in the index. phase is
+// the shard's.
+func (x *keyIndex) insert(tag, slot uint32, phase float64) {
 	if x.moving() {
 		x.move(moveStep)
 	}
 	if (x.n+1)*maxLoadDen > len(x.cells)*maxLoadNum {
-		x.grow()
+		x.grow(phase)
 	}
 	x.place(uint64(tag)<<32 | uint64(slot) + 1)
 	x.n++
@@ -134,15 +137,16 @@ func (x *keyIndex) place(c uint64) {
 	x.cells[i] = c
 }
 
-// grow starts moving the cells into a table half as big again. A growth
+// grow starts moving the cells into a table about half as big again
+// (grownLen). A growth
 // still under way (which the load bound and moveStep make rare: only tiny
 // tables fill that fast) is finished first.
-func (x *keyIndex) grow() {
+func (x *keyIndex) grow(phase float64) {
 	if x.moving() {
 		x.move(len(x.old))
 	}
 	old := x.cells
-	x.cells = make([]uint64, max(len(old)+len(old)/2, minIndexCells))
+	x.cells = make([]uint64, grownLen(len(old), 0, firstIndexCells, indexGrowth, phase))
 	if x.n == 0 {
 		return
 	}

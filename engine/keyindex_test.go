@@ -104,7 +104,7 @@ func TestKeyIndexAgainstMap(t *testing.T) {
 				if r.IntN(2) == 0 {
 					tag = ^tag
 				}
-				x.insert(tag, slot)
+				x.insert(tag, slot, 0)
 				model[slot] = tag
 			}
 			if x.moving() {
@@ -131,7 +131,7 @@ func TestKeyIndexGrowsIncrementally(t *testing.T) {
 	slot := uint32(0)
 	insert := func() {
 		tag := r.Uint32()
-		x.insert(tag, slot)
+		x.insert(tag, slot, 0)
 		model[slot] = tag
 		slot++
 	}
@@ -193,7 +193,7 @@ func TestKeyIndexRemoveDuringGrowth(t *testing.T) {
 			slot := uint32(0)
 			for len(x.cells) < 2_000 || !x.moving() {
 				tag := tags.draw(r)
-				x.insert(tag, slot)
+				x.insert(tag, slot, 0)
 				model[slot] = tag
 				slot++
 			}

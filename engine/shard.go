@@ -32,6 +32,9 @@ type shard struct {
 	// budget is the most bytes the shard's keys may use, by keyCost; 0 means
 	// no limit.
 	budget int64
+	// phase sets the sizes of the shard's arrays, so that shards grow
+	// them at different times (grownLen).
+	phase float64
 
 	// Counters, written with mu held and read without it.
 	used    atomic.Int64              // bytes the keys use, by keyCost
@@ -40,8 +43,8 @@ type shard struct {
 	evicted atomic.Int64              // live keys removed to stay within budget
 }
 
-func newShard(seed maphash.Seed, track bool, budget int64) *shard {
-	s := &shard{seed: seed, expiry: newExpiryIndex(), budget: budget}
+func newShard(seed maphash.Seed, track bool, budget int64, phase float64) *shard {
+	s := &shard{seed: seed, expiry: newExpiryIndex(), budget: budget, phase: phase}
 	if track {
 		s.changed = make(map[string]struct{})
 	}
@@ -106,40 +109,28 @@ func (s *shard) create(key []byte, family Family, expireAt, nowMs int64) *entry 
 	if len(key) > maxNameLen || len(s.entries)-len(s.free) >= maxSlabSize || !s.makeRoom(cost, anyExpiry, nowMs) {
 		return nil
 	}
-	off, ok := s.names.add(key)
+	off, ok := s.names.add(key, s.phase)
 	if !ok && s.names.garbage > 0 {
 		s.compactNames()
-		off, ok = s.names.add(key)
+		off, ok = s.names.add(key, s.phase)
 	}
 	if !ok {
 		return nil
 	}
-	slot := takeSlot(&s.entries, &s.free)
-	s.index.insert(s.tag(key), slot)
+	slot := takeSlot(&s.entries, &s.free, s.phase)
+	s.index.insert(s.tag(key), slot, s.phase)
 	ent := &s.entries[slot]
 	*ent = entry{expireAt: expireAt, nameOff: off, nameLen: uint32(len(key)), filed: uint32(family) << posBits}
 	switch family {
 	case FamilySWC, FamilyFW:
-		ent.state = uint64(takeSlot(&s.counters, &s.freeCtrs))
+		ent.state = uint64(takeSlot(&s.counters, &s.freeCtrs, s.phase))
 	case FamilySW:
-		ent.state = uint64(takeSlot(&s.logs, &s.freeLogs))
+		ent.state = uint64(takeSlot(&s.logs, &s.freeLogs, s.phase))
 	}
 	s.file(slot, expiryBucketOf(expireAt))
 	s.used.Add(cost)
 	s.keys[family].Add(1)
 	return ent
-}
-
-// takeSlot returns a free slot of a side table, growing it if none is free.
-func takeSlot[T any](table *[]T, free *[]uint32) uint32 {
-	if n := len(*free); n > 0 {
-		i := (*free)[n-1]
-		*free = (*free)[:n-1]
-		return i
-	}
-	var zero T
-	*table = append(*table, zero)
-	return uint32(len(*table) - 1)
 }
 
 // counter is an SWC or FW key's buckets.
