@@ -33,7 +33,7 @@ type keyIndex struct {
 const (
 	maxLoadNum, maxLoadDen = 85, 100
 	indexGrowth            = 1.5
-	firstIndexCells        = 64 // the base of the table's sizes
+	firstIndexCells        = 8 // the base of the table's sizes
 	moveStep               = 64
 )
 

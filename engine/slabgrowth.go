@@ -17,8 +17,8 @@ import "math"
 // quarter leaves them at its best phase.
 const (
 	slabGrowth    = 9.0 / 8
-	firstSlabLen  = 256  // base of the slab and side tables, in items
-	firstArenaLen = 4096 // base of the name arena, in bytes
+	firstSlabLen  = 8  // base of the slab and side tables, in items
+	firstArenaLen = 64 // base of the name arena, in bytes
 )
 
 // phaseOf is shard i of n's phase, in [0, 1).
