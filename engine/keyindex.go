@@ -22,14 +22,13 @@ type keyIndex struct {
 	n     int      // keys held, in both tables
 }
 
-// Growth: the table grows by half when a new key would take it past
+// Growth: the table grows by about half when a new key would take it past
 // maxLoad, which keeps it between 57% and 85% full (about 12 bytes a key
 // on average) with short probes; its sizes are the shard's own (see
-// grownLen). Each operation moves moveStep cells of
-// the old table during a growth, so that a move ends after len(old)/moveStep
-// operations, long before the new table could fill: far less work per
-// operation than rehashing a table at once, and the old table is let go
-// soon.
+// grownLen). During a growth each operation moves moveStep cells of the
+// old table, so that a move ends after len(old)/moveStep operations, long
+// before the new table could fill: little work per operation, and the old
+// table is let go soon.
 const (
 	maxLoadNum, maxLoadDen = 85, 100
 	indexGrowth            = 1.5

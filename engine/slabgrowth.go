@@ -6,15 +6,15 @@ import "math"
 // making a bigger array. Keys spread evenly over the shards, so shards fill
 // at the same pace; were their arrays the same sizes, every shard would
 // grow them within the same fraction of a second, and a pipeline of new
-// keys would meet 128 growths at once. Each shard's arrays therefore start
-// at a size of their own, base times their growth factor to the power of
-// the shard's phase (between 0 and 1, set by the shard's number), and keep
-// that phase as they grow: the shards' growths are spread evenly over each
-// growth's span of keys.
+// keys would meet every shard's growth at once. Each shard's arrays
+// therefore take sizes of their own, base times their growth factor to the
+// power of k plus the shard's phase (between 0 and 1, set by the shard's
+// number): the shards' growths are spread evenly over each growth's span
+// of keys.
 //
 // The slab, side tables and arena grow by an eighth, copying: each copy is
-// small, and the arrays stay 94% full on average, as full as append's
-// quarter leaves them at its best phase.
+// small, and the arrays are 94% full on average (append's quarter leaves
+// them 89% full on average, all shards at the same point).
 const (
 	slabGrowth    = 9.0 / 8
 	firstSlabLen  = 8  // base of the slab and side tables, in items
