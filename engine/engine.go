@@ -81,7 +81,7 @@ func New(opts Options) *Engine {
 		budget = max(e.maxMemory/int64(n), 1)
 	}
 	for i := range e.shards {
-		e.shards[i] = newShard(e.seed, opts.TrackChanges, budget)
+		e.shards[i] = newShard(e.seed, opts.TrackChanges, budget, phaseOf(i, n))
 	}
 	interval := opts.SweepInterval
 	if interval == 0 {

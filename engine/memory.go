@@ -17,8 +17,9 @@ var ErrOutOfMemory = errors.New("key does not fit in maxmemory")
 // buckets and arena at their usual fill. Measured as the growth of the Go
 // heap (runtime.MemStats.HeapAlloc, after a GC) over new CL keys with
 // 16-byte names in 128 shards, less the names: 53 bytes a key at 100,000
-// keys and 52 at 1,000,000 on linux/amd64 with Go 1.26 (it moves by a few
-// bytes with the key count, as the arrays sit between two growths), so 53.
+// and at 1,000,000 keys on linux/amd64 with Go 1.26 (between 52 and 56
+// from 100,000 to 3,000,000 keys, as the shards' arrays sit between two
+// growths, each shard at its own phase), so 53.
 // An SWC or FW key adds its counter (counterBytes); an SW key's log adds
 // 8 bytes per slot of its ring (12 in its wide form: swLog.bytes). TestKeyOverheadMeasured and
 // TestKeyMemoryBeyondName measure it again. Not counted: the names of keys

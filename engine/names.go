@@ -23,10 +23,17 @@ type names struct {
 }
 
 // add appends name and returns its offset; false when the arena cannot
-// hold it.
-func (a *names) add(name []byte) (uint32, bool) {
-	if int64(len(a.buf))+int64(len(name)) > maxNameBytes {
+// hold it. A full arena grows as a slab does (grownLen), phase being the
+// shard's.
+func (a *names) add(name []byte, phase float64) (uint32, bool) {
+	need := len(a.buf) + len(name)
+	if int64(need) > maxNameBytes {
 		return 0, false
+	}
+	if need > cap(a.buf) {
+		buf := make([]byte, len(a.buf), int(min(int64(grownLen(cap(a.buf), need, firstArenaLen, slabGrowth, phase)), maxNameBytes)))
+		copy(buf, a.buf)
+		a.buf = buf
 	}
 	off := uint32(len(a.buf))
 	a.buf = append(a.buf, name...)

@@ -32,6 +32,9 @@ type shard struct {
 	// budget is the most bytes the shard's keys may use, by keyCost; 0 means
 	// no limit.
 	budget int64
+	// phase sets the sizes of the shard's arrays, so that shards grow
+	// them at different times (grownLen).
+	phase float64
 
 	// Counters, written with mu held and read without it.
 	used    atomic.Int64              // bytes the keys use, by keyCost
@@ -40,8 +43,8 @@ type shard struct {
 	evicted atomic.Int64              // live keys removed to stay within budget
 }
 
-func newShard(seed maphash.Seed, track bool, budget int64) *shard {
-	s := &shard{seed: seed, expiry: newExpiryIndex(), budget: budget}
+func newShard(seed maphash.Seed, track bool, budget int64, phase float64) *shard {
+	s := &shard{seed: seed, expiry: newExpiryIndex(), budget: budget, phase: phase}
 	if track {
 		s.changed = make(map[string]struct{})
 	}
@@ -56,33 +59,21 @@ func (s *shard) name(ent *entry) string { return s.names.get(ent.nameOff, ent.si
 
 // find returns key's slot and its cell in the index.
 func (s *shard) find(key []byte) (slot uint32, cell int, ok bool) {
-	x := &s.index
-	if x.n == 0 {
+	cell, ok = s.index.search(s.tag(key), func(slot uint32) bool {
+		return s.name(&s.entries[slot]) == string(key)
+	})
+	if !ok {
 		return 0, 0, false
 	}
-	tag := s.tag(key)
-	for i := x.home(tag); ; i = x.next(i) {
-		c := x.cells[i]
-		if c == 0 {
-			return 0, 0, false
-		}
-		if uint32(c>>32) == tag {
-			slot := uint32(c) - 1
-			if s.name(&s.entries[slot]) == string(key) {
-				return slot, i, true
-			}
-		}
-	}
+	return s.index.slot(cell), cell, true
 }
 
 // cellOf returns the index cell that holds slot.
 func (s *shard) cellOf(slot uint32) int {
-	x := &s.index
-	for i := x.home(s.tag(bytesOf(s.name(&s.entries[slot])))); ; i = x.next(i) {
-		if x.slot(i) == slot {
-			return i
-		}
-	}
+	cell, _ := s.index.search(s.tag(bytesOf(s.name(&s.entries[slot]))), func(held uint32) bool {
+		return held == slot
+	})
+	return cell
 }
 
 // lookup returns the live entry for key, removing it if it has expired.
@@ -118,40 +109,28 @@ func (s *shard) create(key []byte, family Family, expireAt, nowMs int64) *entry 
 	if len(key) > maxNameLen || len(s.entries)-len(s.free) >= maxSlabSize || !s.makeRoom(cost, anyExpiry, nowMs) {
 		return nil
 	}
-	off, ok := s.names.add(key)
+	off, ok := s.names.add(key, s.phase)
 	if !ok && s.names.garbage > 0 {
 		s.compactNames()
-		off, ok = s.names.add(key)
+		off, ok = s.names.add(key, s.phase)
 	}
 	if !ok {
 		return nil
 	}
-	slot := takeSlot(&s.entries, &s.free)
-	s.index.insert(s.tag(key), slot)
+	slot := takeSlot(&s.entries, &s.free, s.phase)
+	s.index.insert(s.tag(key), slot, s.phase)
 	ent := &s.entries[slot]
 	*ent = entry{expireAt: expireAt, nameOff: off, nameLen: uint32(len(key)), filed: uint32(family) << posBits}
 	switch family {
 	case FamilySWC, FamilyFW:
-		ent.state = uint64(takeSlot(&s.counters, &s.freeCtrs))
+		ent.state = uint64(takeSlot(&s.counters, &s.freeCtrs, s.phase))
 	case FamilySW:
-		ent.state = uint64(takeSlot(&s.logs, &s.freeLogs))
+		ent.state = uint64(takeSlot(&s.logs, &s.freeLogs, s.phase))
 	}
 	s.file(slot, expiryBucketOf(expireAt))
 	s.used.Add(cost)
 	s.keys[family].Add(1)
 	return ent
-}
-
-// takeSlot returns a free slot of a side table, growing it if none is free.
-func takeSlot[T any](table *[]T, free *[]uint32) uint32 {
-	if n := len(*free); n > 0 {
-		i := (*free)[n-1]
-		*free = (*free)[:n-1]
-		return i
-	}
-	var zero T
-	*table = append(*table, zero)
-	return uint32(len(*table) - 1)
 }
 
 // counter is an SWC or FW key's buckets.
