@@ -23,11 +23,13 @@ import "math/bits"
 // oldest repeats the time of the oldest request, so that a decision in
 // which no request leaves the window (most of them, when requests come
 // faster than the window slides) reads the log's header alone, not its
-// ring: the ring is another cache miss. The header must stay within 64
-// bytes, the size class whose objects each sit in one cache line (in the
-// next one, 80 bytes, most headers straddle two lines, and a decision
-// would pay two misses instead of one): so head is 32 bits, enough for a
-// ring of up to MaxWindowLimit requests.
+// ring: the ring is another cache miss. The headers sit by value in the
+// shard's table of logs, so that the key's entry alone says where its
+// header is (no pointer read between the two), and each must be 64 bytes
+// exactly: the table's size classes are multiples of 64, so each header
+// sits in one cache line (at 72 bytes most would straddle two, and a
+// decision would pay two misses instead of one). So head is 32 bits,
+// enough for a ring of up to MaxWindowLimit requests.
 type swLog struct {
 	ring   []uint64
 	base   int64  // compact form: the time offsets count from
