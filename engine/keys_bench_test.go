@@ -1,7 +1,10 @@
+//go:build unix
+
 package engine
 
 import (
 	"fmt"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -11,6 +14,8 @@ import (
 // of what a call costs is then the cache misses of reaching a cold key's
 // state, which a benchmark on one key never pays. Each key first gets a
 // few requests, so that most calls find it; SW logs grow as they would.
+// Besides the time a call takes it reports the process's CPU time a call
+// (cpu-ns/op), which moves less with what else the machine runs.
 func benchKeys(b *testing.B, f Family) {
 	const n = 100_000
 	keys := make([][]byte, n)
@@ -44,9 +49,20 @@ func benchKeys(b *testing.B, f Family) {
 		call()
 	}
 	b.ReportAllocs()
+	cpu := processCPU(b)
 	for b.Loop() {
 		call()
 	}
+	b.ReportMetric(float64(processCPU(b)-cpu)/float64(b.N), "cpu-ns/op")
+}
+
+// processCPU is the CPU time the process has used, user and system, in ns.
+func processCPU(b *testing.B) int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
 }
 
 // BenchmarkKeys: each family on a random key among 100,000.
