@@ -13,7 +13,9 @@ import (
 // the clock moving 10µs a call, as the server's load test drives it: most
 // of what a call costs is then the cache misses of reaching a cold key's
 // state, which a benchmark on one key never pays. Each key first gets a
-// few requests, so that most calls find it; SW logs grow as they would.
+// few requests, so that most calls find it; SW logs grow as they would
+// (SW's B/op is that growth, a ring now and then, which allocs/op rounds
+// down to 0).
 // Besides the time a call takes it reports the process's CPU time a call
 // (cpu-ns/op), which moves less with what else the machine runs.
 func benchKeys(b *testing.B, f Family) {
