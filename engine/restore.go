@@ -74,8 +74,8 @@ func (s *shard) take(ent *entry, rec Record) {
 		*s.counter(ent) = counter{start: rec.Start, cur: rec.Cur, prev: rec.Prev}
 	case FamilySW:
 		l := newSWLog(rec.Log, rec.Quantities)
-		s.used.Add(l.bytes() - s.logs[ent.state].bytes())
-		s.logs[ent.state] = l
+		s.used.Add(l.bytes() - s.log(ent).bytes())
+		*s.log(ent) = *l
 	}
 }
 

@@ -254,8 +254,9 @@ func (e *Engine) commit(v *verdict, r Rule, now, qty int64) error {
 			if ent = s.create(r.Key, FamilySW, expireMs(now+r.Window.Window), nowMs); ent == nil {
 				return ErrOutOfMemory
 			}
-			s.logs[ent.state] = &swLog{}
-			view = swView{} // the key judged was evicted meanwhile: its log is gone
+			// create gives the key an empty log; the key judged, if any,
+			// was evicted meanwhile, and its log is gone.
+			view = swView{}
 		} else if qty == 0 && view.drop == 0 {
 			return nil // a peek that changes nothing
 		}

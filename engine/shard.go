@@ -10,7 +10,7 @@ import (
 // no pointers, found through an index of plain integers, with their names
 // in an arena of bytes, so that a shard of millions of keys is a handful of
 // arrays the garbage collector does not scan, and updating a key allocates
-// nothing. Only an SW key's log is a pointer. The expiry index files each
+// nothing. Only an SW key's ring is a pointer. The expiry index files each
 // key once, at or before its expiry: extending a key's life (the common
 // case) leaves the index alone, and the sweep refiles keys it finds still
 // alive.
@@ -24,7 +24,7 @@ type shard struct {
 	expiry   expiryIndex
 	counters []counter // SWC and FW keys' buckets, by entry.state
 	freeCtrs []uint32
-	logs     []*swLog // SW keys' logs, by entry.state
+	logs     []swLog // SW keys' logs, by entry.state (see swLog)
 	freeLogs []uint32
 	// changed holds the keys whose state changed since the backing store's
 	// writer last took them; nil when nothing is written behind.
@@ -137,7 +137,7 @@ func (s *shard) create(key []byte, family Family, expireAt, nowMs int64) *entry 
 func (s *shard) counter(ent *entry) *counter { return &s.counters[ent.state] }
 
 // log is an SW key's log.
-func (s *shard) log(ent *entry) *swLog { return s.logs[ent.state] }
+func (s *shard) log(ent *entry) *swLog { return &s.logs[ent.state] }
 
 // setExpiry moves ent's expiry, refiling it only when it moves to a bucket
 // earlier than the one the index has it in.
@@ -199,7 +199,7 @@ func (s *shard) remove(slot uint32, cell int) {
 		s.freeCtrs = append(s.freeCtrs, uint32(ent.state))
 	case FamilySW:
 		cost += s.logs[ent.state].bytes()
-		s.logs[ent.state] = nil
+		s.logs[ent.state] = swLog{}
 		s.freeLogs = append(s.freeLogs, uint32(ent.state))
 	}
 	s.used.Add(-cost)

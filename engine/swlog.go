@@ -18,16 +18,19 @@ import "math/bits"
 // half the offset range free after that, the log takes the wide form
 // instead: the ring's first c words are the times, the words after them
 // its c quantities two to a word, 12 bytes a request. The form is chosen
-// again, from the requests held, whenever the ring is resized.
+// again, from the requests held, whenever the ring shrinks, or grows for a
+// request that does not fit it as it is encoded.
 //
 // oldest repeats the time of the oldest request, so that a decision in
 // which no request leaves the window (most of them, when requests come
 // faster than the window slides) reads the log's header alone, not its
-// ring: the ring is another cache miss. The header must stay within 64
-// bytes, the size class whose objects each sit in one cache line (in the
-// next one, 80 bytes, most headers straddle two lines, and a decision
-// would pay two misses instead of one): so head is 32 bits, enough for a
-// ring of up to MaxWindowLimit requests.
+// ring: the ring is another cache miss. The headers sit by value in the
+// shard's table of logs, so that the key's entry alone says where its
+// header is (no pointer read between the two), and each must be 64 bytes
+// exactly: the table's size classes are multiples of 64, so each header
+// sits in one cache line (at 72 bytes most would straddle two, and a
+// decision would pay two misses instead of one). So head is 32 bits,
+// enough for a ring of up to MaxWindowLimit requests.
 type swLog struct {
 	ring   []uint64
 	base   int64  // compact form: the time offsets count from
@@ -272,7 +275,7 @@ func (l *swLog) apply(v swView, now int64, qty, limit int64) int64 {
 	if qty > 0 {
 		n := uint32(qty)
 		if l.size == c {
-			l.resize(growTo(c, l.size, limit), now, n)
+			l.grow(growTo(c, l.size, limit), now, n)
 			c = l.capacity()
 		} else if !l.wide && !l.fits(now, n) {
 			l.rebase(now, n)
@@ -327,6 +330,22 @@ func growTo(c, size int, limit int64) int {
 		n = int(max(limit, int64(size+1)))
 	}
 	return n
+}
+
+// grow moves the requests of a full ring into a ring of capacity c, oldest
+// first, to make room for one more, at at, of quantity n. A compact ring
+// that the request fits as it is encoded keeps its encoding, and its words
+// are copied as they are: most rings grow that way, and a copy costs a
+// fraction of decoding and encoding every request held.
+func (l *swLog) grow(c int, at int64, n uint32) {
+	if l.wide || len(l.ring) == 0 || !l.fits(at, n) {
+		l.resize(c, at, n)
+		return
+	}
+	ring := make([]uint64, c)
+	k := copy(ring, l.ring[l.head:])
+	copy(ring[k:], l.ring[:l.head])
+	l.ring, l.head = ring, 0
 }
 
 // resize moves the requests into a ring of capacity c, oldest first, in
