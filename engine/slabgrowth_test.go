@@ -46,9 +46,9 @@ func TestShardsGrowAtDifferentTimes(t *testing.T) {
 	}
 }
 
-// TestTakeSlotGrowsByAnEighth: a full slab grows to an eighth more, from
-// its first size, keeping its items and zeroing the new one.
-func TestTakeSlotGrowsByAnEighth(t *testing.T) {
+// TestTakeSlotGrowsBySlabGrowth: a full slab grows by slabGrowth, from its
+// first size, keeping its items and zeroing the new one.
+func TestTakeSlotGrowsBySlabGrowth(t *testing.T) {
 	var table []uint64
 	var free []uint32
 	for i := range 5000 {
@@ -63,8 +63,8 @@ func TestTakeSlotGrowsByAnEighth(t *testing.T) {
 			t.Fatalf("first capacity %d, want %d", cap(table), firstSlabLen)
 		}
 	}
-	if c := cap(table); c < 5000 || c > 5000*9/8+1 {
-		t.Errorf("capacity %d for 5000 items, want at most an eighth more", c)
+	if c := cap(table); c < 5000 || float64(c) > 5000*slabGrowth+1 {
+		t.Errorf("capacity %d for 5000 items, want at most %.4f times as many", c, slabGrowth)
 	}
 	for i, v := range table {
 		if v != uint64(i)+1 {
