@@ -90,8 +90,9 @@
 // engine.
 //
 // The expected values come from a value cache of the values last seen
-// (SharedOptions.CacheKeys keys, evicted arbitrarily): a key not in it is
-// expected absent: a new key costs one round trip, a key another instance
+// (SharedOptions.CacheKeys keys, evicted arbitrarily, found by a 64-bit
+// hash of the key: two keys whose hashes collided would only conflict): a
+// key not in it is expected absent: a new key costs one round trip, a key another instance
 // wrote since costs one more (the conflict). A conflict replaces the cached
 // value by the store's and decides the group's operations again in the
 // next round trip, at once; Stats counts conflicts. An operation is
