@@ -183,6 +183,11 @@ func (b *batcher) groupOps(ops []*sharedOp) []*group {
 	for _, op := range ops {
 		slot := c.slot(op.keys[0])
 		e := &c.entries[slot]
+		if e.round == c.round && slab[e.group].keys[0] != op.keys[0] {
+			// Two keys whose hashes collide: the round groups them by
+			// name instead.
+			return groupLinked(ops)
+		}
 		if e.round == c.round {
 			g := &slab[e.group]
 			g.ops = append(g.ops, op)
@@ -416,17 +421,22 @@ func (b *batcher) apply(callGroups [][]*group, replies []casReply, errs []error,
 				}
 				decided++
 				switch {
+				case op.quantity < 0:
+					// A refund makes the key laxer (one past the
+					// key's state deletes it, with an error): no
+					// instance may go on refusing from a remembered
+					// state.
+					s.invalidate(op.keys)
 				case op.err != nil:
 				case op.d.Limited && len(op.keys) == 1 && !s.opts.NoDenyCache:
 					s.deny.add(op)
-				case op.quantity < 0:
-					// A refund makes the key laxer: no instance may
-					// go on refusing from a remembered state.
-					s.invalidate(op.keys)
+				default:
+					// An admission under another window of the same
+					// family can make the key laxer for the rule a
+					// refusal was remembered under (it starts a new
+					// count, or drops older requests).
+					s.deny.drop(op.keys, false)
 				}
-				// An admission leaves a remembered refusal as it is:
-				// it only makes the key stricter, so a refusal decided
-				// on the state before it is one on the state after.
 				op.finish(op.d, op.err)
 			}
 		}

@@ -64,3 +64,32 @@ func TestValueCache(t *testing.T) {
 		t.Fatal("reset kept keys")
 	}
 }
+
+// TestSharedHashCollision: two keys whose cache hashes collide, decided in
+// one round, are each decided on their own value.
+func TestSharedHashCollision(t *testing.T) {
+	m, s, _ := newSharedMini(t, SharedOptions{})
+	c := s.b.cache
+	c.index[c.hash("b")] = c.slot("a") // "b" finds "a"'s entry
+	var as, bs []<-chan answer
+	for range 3 {
+		as = append(as, throttleAsync(s, "a", clQuota, 1))
+		bs = append(bs, throttleAsync(s, "b", clQuota, 1))
+	}
+	startShared(t, s)
+	for i := range 3 {
+		for _, ch := range []<-chan answer{as[i], bs[i]} {
+			if a := wait(t, ch); a.err != nil || a.res.Limited || a.res.Remaining != int64(4-i) {
+				t.Fatalf("call %d: %+v, want admitted with %d remaining", i, a, 4-i)
+			}
+		}
+	}
+	for _, k := range []string{"a", "b"} {
+		if !m.Exists(k) {
+			t.Fatalf("%s not written", k)
+		}
+	}
+	if a := wait(t, throttleAsync(s, "b", clQuota, 1)); a.err != nil || a.res.Remaining != 1 {
+		t.Fatalf("b's 4th call: %+v, want 1 remaining", a)
+	}
+}

@@ -12,11 +12,14 @@ import (
 // denyCache remembers single-key refusals that a successful compare-and-set
 // verified: until the refusal's retry_after has passed (its reset, when it
 // can never be admitted), the same rule with a quantity at least as large
-// is refused from the remembered state without a round trip. Admitted
-// requests can only make a key's state stricter; what makes it laxer is a
-// reset (DEL, UNLINK, FLUSH) or a refund (CL.THROTTLE with a negative
-// quantity), and either one through any cellserver invalidates the entry
-// on every instance. It is safe for concurrent use.
+// is refused from the remembered state without a round trip. Requests
+// admitted under the same rule only make a key's state stricter; what
+// makes it laxer is a reset (DEL, UNLINK, FLUSH) or a refund (CL.THROTTLE
+// with a negative quantity), either of which through any cellserver
+// invalidates the entry on every instance, or an admission under another
+// window of the same family, which drops this instance's entry (another
+// instance's is not seen: the README says so). It is safe for concurrent
+// use.
 type denyCache struct {
 	mu  sync.Mutex // guards m
 	m   map[string]denyEntry
@@ -84,6 +87,9 @@ func (c *denyCache) lookup(op *sharedOp, now int64) (engine.Decision, bool) {
 func (c *denyCache) drop(keys []string, all bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if len(c.m) == 0 {
+		return
+	}
 	if all {
 		clear(c.m)
 		return

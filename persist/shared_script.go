@@ -23,8 +23,10 @@ import (
 // "v", and the new value and its expiry (PXAT, ms since the epoch) if the
 // write is "s".
 //
-// Every key is read at once, with one MGET, which gives a string's value
-// and false for a key that is absent or of another type. A value expected
+// Every key is read at once, with one MGET per 1,000 keys (Lua's unpack
+// takes about 8,000 at most, and a THROTTLE.ALL's group may be larger),
+// which gives a string's value and false for a key that is absent or of
+// another type. A value expected
 // is then one comparison. A key expected absent and false is confirmed
 // absent by the write itself (SET NX) when it is its group's only key and
 // is set, and by EXISTS otherwise; a key expected of another type is read
@@ -42,8 +44,17 @@ local codes = ARGV[1]
 local t = redis.call('TIME')
 local out = {t[1], t[2]}
 local nout = 2
-local vals = redis.call('MGET', unpack(KEYS))
 local nkeys = #KEYS
+local vals
+if nkeys <= 1000 then
+  vals = redis.call('MGET', unpack(KEYS))
+else
+  vals = {}
+  for i = 1, nkeys, 1000 do
+    local got = redis.call('MGET', unpack(KEYS, i, math.min(i + 999, nkeys)))
+    for j = 1, #got do vals[i + j - 1] = got[j] end
+  end
+end
 local a, k = 2, 1
 -- bytes: a 97, v 118, t 116 (A 65, V 86, T 84: last of a group); k 107, s 115, d 100
 local function kind(i)
