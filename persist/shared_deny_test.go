@@ -41,12 +41,7 @@ func TestSharedDenyCacheOtherWindow(t *testing.T) {
 func TestSharedRefundPastStateClearsDenyCache(t *testing.T) {
 	m, s, _ := newSharedMini(t, SharedOptions{})
 	startShared(t, s)
-	for range 5 {
-		wait(t, throttleAsync(s, "k", clQuota, 1))
-	}
-	if a := wait(t, throttleAsync(s, "k", clQuota, 1)); !a.res.Limited {
-		t.Fatalf("6th call admitted: %+v", a)
-	}
+	exhaustCL(t, s, "k")
 	if a := wait(t, throttleAsync(s, "k", clQuota, -1000)); a.err == nil {
 		t.Fatalf("a refund past the key's state: %+v, want an error", a)
 	}

@@ -256,12 +256,7 @@ func TestSharedValidation(t *testing.T) {
 func TestSharedDenyCache(t *testing.T) {
 	_, s, _ := newSharedMini(t, SharedOptions{})
 	startShared(t, s)
-	for range 5 {
-		wait(t, throttleAsync(s, "k", clQuota, 1))
-	}
-	if a := wait(t, throttleAsync(s, "k", clQuota, 1)); !a.res.Limited {
-		t.Fatalf("6th call admitted: %+v", a)
-	}
+	exhaustCL(t, s, "k")
 	trips := s.Stats().RoundTrips
 	ch := throttleAsync(s, "k", clQuota, 2) // larger: refused too
 	select {
@@ -398,4 +393,18 @@ func twoSharedMini(t *testing.T) (m *miniredis.Miniredis, a, b *Shared) {
 	b = NewShared(client, SharedOptions{Local: engine.New(engine.Options{SweepInterval: -1}), Timeout: 5 * time.Second})
 	startShared(t, b)
 	return m, a, b
+}
+
+// exhaustCL spends key's clQuota on s: five calls admitted, the sixth
+// refused (and remembered by the deny cache).
+func exhaustCL(t *testing.T, s *Shared, key string) {
+	t.Helper()
+	for i := range 5 {
+		if a := wait(t, throttleAsync(s, key, clQuota, 1)); a.err != nil || a.res.Limited {
+			t.Fatalf("call %d refused: %+v", i+1, a)
+		}
+	}
+	if a := wait(t, throttleAsync(s, key, clQuota, 1)); !a.res.Limited {
+		t.Fatalf("6th call admitted: %+v", a)
+	}
 }
