@@ -20,8 +20,8 @@
 // In shared mode (Options.Store set), clThrottle calls Store.Throttle
 // (commands/store.go) instead and pauses its reply (a throttleLater in
 // throttle.go, or await in commands/later.go inside EXEC; server/writer.go's
-// Pause); persist/shared.go queues the
-// decision, persist/shared_batch.go decides it with engine.Decide
+// Pause); persist/shared.go queues the decision for
+// persist/shared_batcher.go, persist/shared_batch.go decides it with engine.Decide
 // (engine/decide.go, the same gcra) and sets the result in the store with
 // persist/shared_script.go's compare-and-set, one round trip per batch; the
 // reply goes out in order when it completes.
@@ -38,10 +38,10 @@
 //     engine_errors.go (the engine's errors as each command words them).
 //   - Dispatch and what every command shares: commands.go (Options,
 //     Dispatch), table.go (Command, flags, arity), session.go (Session,
-//     Effect), client.go (Client), writer.go (Writer, Pauser), parse.go
+//     Effect), client.go (Client), writer.go (Writer, Pauser, Paused, Reply), parse.go
 //     (ParseInt, QuoteArg), errors.go (error texts), observe.go
 //     (per-command counters, the slow log's feed).
-//   - Shared mode: store.go (Store), later.go (await, offload),
+//   - Shared mode: store.go (Store, ThrottleDone), later.go (await, offload),
 //     keyspace_store.go (the keyspace commands against the Store).
 //   - The Redis-compatibility commands: keyspace.go, glob.go (keys);
 //     connection.go, hello.go, auth.go (connection); client_cmd.go,
