@@ -329,20 +329,12 @@ func TestSharedInvalidateAcrossInstances(t *testing.T) {
 	for range 6 {
 		wait(t, throttleAsync(a, "k", clQuota, 1))
 	}
-	a.deny.mu.Lock()
-	_, cached := a.deny.m["k"]
-	a.deny.mu.Unlock()
-	if !cached {
+	if !remembered(a, "k") {
 		t.Fatal("the refusal was not remembered")
 	}
 	m.Del("k")
 	b.Invalidate("k")
-	waitFor(t, "the deny entry dropped", func() bool {
-		a.deny.mu.Lock()
-		defer a.deny.mu.Unlock()
-		_, ok := a.deny.m["k"]
-		return !ok
-	})
+	waitFor(t, "the deny entry dropped", func() bool { return !remembered(a, "k") })
 	if r := wait(t, throttleAsync(a, "k", clQuota, 1)); r.err != nil || r.res.Limited {
 		t.Fatalf("after DEL and Invalidate elsewhere: %+v, want admitted", r)
 	}
@@ -366,12 +358,7 @@ func TestSharedDenyCacheRefund(t *testing.T) {
 	if r := wait(t, throttleAsync(a, "k", clQuota, -1)); r.err != nil {
 		t.Fatalf("refund: %+v", r)
 	}
-	waitFor(t, "b's deny entry dropped", func() bool {
-		b.deny.mu.Lock()
-		defer b.deny.mu.Unlock()
-		_, ok := b.deny.m["k"]
-		return !ok
-	})
+	waitFor(t, "b's deny entry dropped", func() bool { return !remembered(b, "k") })
 	if r := wait(t, throttleAsync(b, "k", clQuota, 1)); r.err != nil || r.res.Limited {
 		t.Fatalf("after a refund elsewhere: %+v, want admitted", r)
 	}
@@ -407,4 +394,12 @@ func exhaustCL(t *testing.T, s *Shared, key string) {
 	if a := wait(t, throttleAsync(s, key, clQuota, 1)); !a.res.Limited {
 		t.Fatalf("6th call admitted: %+v", a)
 	}
+}
+
+// remembered reports whether s's deny cache holds a refusal of key.
+func remembered(s *Shared, key string) bool {
+	s.deny.mu.Lock()
+	defer s.deny.mu.Unlock()
+	_, ok := s.deny.m[key]
+	return ok
 }
