@@ -146,7 +146,13 @@ func TestResponseHeaders(t *testing.T) {
 // TestConcurrentCallers: 50 callers at once on one descriptor of limit 10
 // are admitted exactly 10 times.
 func TestConcurrentCallers(t *testing.T) {
-	ts := startService(t, Options{})
+	concurrentCallers(t, startService(t, Options{}))
+}
+
+// concurrentCallers sends 50 calls at once on one descriptor of limit 10
+// and checks that exactly 10 are admitted.
+func concurrentCallers(t *testing.T, ts *testService) {
+	t.Helper()
 	var mu sync.Mutex
 	admitted := 0
 	var wg sync.WaitGroup

@@ -2,13 +2,10 @@ package rls
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
-	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
-	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/cellserver/cellserver/engine"
@@ -50,29 +47,5 @@ func TestShouldRateLimitShared(t *testing.T) {
 // TestConcurrentCallersShared: 50 callers at once through the store admit
 // exactly the limit.
 func TestConcurrentCallersShared(t *testing.T) {
-	ts := startSharedService(t)
-	var mu sync.Mutex
-	admitted := 0
-	var wg sync.WaitGroup
-	for range 50 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			resp, err := ts.client.ShouldRateLimit(context.Background(),
-				&rlsv3.RateLimitRequest{Domain: "test", Descriptors: []*ratelimitv3.RateLimitDescriptor{desc("many", "c")}})
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			if resp.OverallCode == rlsv3.RateLimitResponse_OK {
-				mu.Lock()
-				admitted++
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	if admitted != 10 {
-		t.Errorf("admitted %d of 50, want 10", admitted)
-	}
+	concurrentCallers(t, startSharedService(t))
 }
