@@ -75,6 +75,17 @@ func (sd storeDecider) DecideAll(ctx context.Context, rules []engine.Rule, quant
 	if len(rules) == 0 {
 		return engine.Decision{}, engine.ErrNoRules
 	}
+	if len(rules) == 1 {
+		// One rule, the common request: its decision is its own state, in
+		// one round trip, with nothing to read back.
+		d, err := sd.throttleAll(ctx, rules, quantities[0])
+		if err != nil {
+			return engine.Decision{}, err
+		}
+		d.Limited = d.Limited && quantities[0] > 0
+		each[0] = d
+		return engine.Decision{Limited: d.Limited, RetryAfter: -1, Limit: d.Limit, Remaining: d.Remaining, ResetAfter: d.ResetAfter}, nil
+	}
 	// Distinct non-zero quantities, ascending (a request has few).
 	var qtys []int64
 	for _, q := range quantities {
