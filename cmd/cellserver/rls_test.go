@@ -158,13 +158,20 @@ func TestRunRLSConfigReload(t *testing.T) {
 			if got := codes(2); got != "OK OVER_LIMIT" {
 				t.Errorf("limit 4 after 3 hits: %s, want OK then OVER_LIMIT", got)
 			}
+			// A bad file is refused and logged; the old limits still answer.
 			write("domain: d\ndescriptors: [[[\n")
-			time.Sleep(1500 * time.Millisecond) // at least one poll
+			deadline = time.Now().Add(5 * time.Second)
+			for !strings.Contains(r.stderr.String(), "rate limit configuration not loaded") {
+				if time.Now().After(deadline) {
+					t.Fatalf("the bad file was not refused within 5 s:\n%s", r.stderr.String())
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			if log := r.stderr.String(); !strings.Contains(log, "error loading config file") {
+				t.Errorf("the refusal does not say what is wrong with the file:\n%s", log)
+			}
 			if got := codes(1); got != "OVER_LIMIT" {
 				t.Errorf("after a bad file: %s, want the old limit's OVER_LIMIT", got)
-			}
-			if !strings.Contains(r.stderr.String(), "d.yaml") {
-				t.Errorf("the bad file is not logged:\n%s", r.stderr.String())
 			}
 			if n, err := rdb.Del(context.Background(), keys[0]).Result(); err != nil || n != 1 {
 				t.Fatalf("DEL %s = %d, %v", keys[0], n, err)
