@@ -319,8 +319,11 @@ func hitsAddend(req *rlsv3.RateLimitRequest, i int) int64 {
 }
 
 // applyReplaces drops the limits that another matched limit of the same
-// request replaces, as envoyproxy/ratelimit does: their descriptors
-// answer OK without a limit.
+// request replaces, as envoyproxy/ratelimit's constructLimitsToCheck does:
+// every matched limit's replaces, an unlimited one's too, name limits to
+// drop; a limit is dropped when it has a name, is not unlimited, and a
+// matched limit replaces its name. A dropped limit's descriptor answers OK
+// without a limit.
 func applyReplaces(slots []slot) {
 	replaced := map[string]bool{}
 	for _, sl := range slots {
@@ -334,7 +337,7 @@ func applyReplaces(slots []slot) {
 		return
 	}
 	for i := range slots {
-		if l := slots[i].limit; l != nil && l.Name != "" && replaced[l.Name] {
+		if l := slots[i].limit; l != nil && !l.Unlimited && l.Name != "" && replaced[l.Name] {
 			slots[i].limit = nil
 		}
 	}

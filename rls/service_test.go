@@ -243,3 +243,31 @@ func TestTimeout(t *testing.T) {
 		t.Errorf("got %v, want DeadlineExceeded", err)
 	}
 }
+
+// TestReplacesUnlimited: as in envoyproxy/ratelimit, an unlimited limit is
+// never replaced, and its own replaces drop the limits they name.
+func TestReplacesUnlimited(t *testing.T) {
+	named := Limit{Name: "per_user", Unlimited: true}
+	replacing := Limit{Name: "unl2", Unlimited: true, Replaces: []string{"per_user"}}
+	limits := append(testMatcher{
+		{"test", []Entry{{"unl", ""}}, named},
+		{"test", []Entry{{"unl2", ""}}, replacing},
+	}, testLimits()...)
+	ts := startService(t, Options{Limits: limits})
+	resp := ts.call(t, &rlsv3.RateLimitRequest{Domain: "test", Descriptors: []*ratelimitv3.RateLimitDescriptor{
+		desc("unl", "x"), desc("unl2", "y"), desc("user", "r"), desc("none", "z")}})
+	if resp.OverallCode != ok {
+		t.Fatalf("overall %v", resp.OverallCode)
+	}
+	for i, st := range resp.Statuses[:2] {
+		if st.Code != ok || st.LimitRemaining != math.MaxUint32 || st.CurrentLimit != nil {
+			t.Errorf("unlimited descriptor %d: %v, want OK with remaining MaxUint32", i, st)
+		}
+	}
+	if st := resp.Statuses[2]; st.CurrentLimit != nil || st.LimitRemaining != 0 {
+		t.Errorf("replaced descriptor: %v, want OK without a limit", st)
+	}
+	if st := resp.Statuses[3]; st.CurrentLimit != nil || st.LimitRemaining != 0 {
+		t.Errorf("unmatched descriptor: %v", st)
+	}
+}

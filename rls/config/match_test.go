@@ -213,64 +213,6 @@ descriptors:
 	}
 }
 
-func TestReplace(t *testing.T) {
-	c, err := Parse("r.yaml", []byte(`
-domain: example7
-descriptors:
-  - key: key_1
-    value: value_1
-    descriptors:
-      - key: user
-        value: bkthomps
-        rate_limit: {name: specific_limit, requests_per_unit: 5, unit: second}
-  - key: key_2
-    value: value_2
-    descriptors:
-      - key: user
-        value: bkthomps
-        rate_limit:
-          replaces: [{name: specific_limit}]
-          requests_per_unit: 10
-          unit: second
-  - key: unl
-    rate_limit:
-      unlimited: true
-      name: specific_limit
-  - key: unl2
-    rate_limit:
-      unlimited: true
-      replaces: [{name: specific_limit}]
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	d1 := e("key_1", "value_1", "user", "bkthomps")
-	d2 := e("key_2", "value_2", "user", "bkthomps")
-	// README example 7: both descriptors: only the replacing 10/s applies.
-	got := c.MatchAll("example7", [][]Entry{d1, d2})
-	if got[0].Limit != nil || !got[0].Replaced || got[0].Key != "" {
-		t.Errorf("replaced descriptor: %+v", got[0])
-	}
-	if got[1].Limit == nil || got[1].Limit.RequestsPerUnit != 10 || got[1].Replaced {
-		t.Errorf("replacing descriptor: %+v", got[1])
-	}
-	// Alone, the named limit applies.
-	if got := c.MatchAll("example7", [][]Entry{d1}); got[0].Limit == nil || got[0].Limit.RequestsPerUnit != 5 {
-		t.Errorf("alone: %+v", got[0])
-	}
-	// An unlimited limit is never replaced; its replaces count.
-	got = c.MatchAll("example7", [][]Entry{e("unl", "x"), d2, d1, e("unl2", "y"), e("none", "z")})
-	if got[0].Limit == nil || !got[0].Limit.Unlimited || got[0].Replaced {
-		t.Errorf("unlimited: %+v", got[0])
-	}
-	if got[2].Limit != nil || !got[2].Replaced || got[4].Limit != nil || got[4].Replaced {
-		t.Errorf("got %+v", got)
-	}
-	if drop := Replace([]*Limit{nil, {Name: "a", Replaces: []string{"b"}}, {Name: "b"}, {Name: ""}}); drop[0] || drop[1] || !drop[2] || drop[3] {
-		t.Errorf("Replace = %v", drop)
-	}
-}
-
 func TestOverride(t *testing.T) {
 	c, err := Parse("o.yaml", []byte("domain: d\n"))
 	if err != nil {
