@@ -402,6 +402,42 @@ func TestSessionPathAllocatesNothing(t *testing.T) {
 	}
 }
 
+// pausingEchoSession pauses every command and completes it at once, as a
+// shared-mode decision answered within the batch does.
+type pausingEchoSession struct{ scriptSession }
+
+// okReply writes +OK; a value of it boxes without an allocation.
+type okReply struct{}
+
+func (okReply) WriteReply(w commands.Writer) { w.WriteString("OK") }
+
+func (pausingEchoSession) Dispatch(w commands.Writer, _ [][]byte) commands.Effect {
+	commands.AsPauser(w).Pause().Complete(okReply{})
+	return 0
+}
+
+// TestSessionPausedPathAllocations: a paused command costs the server one
+// allocation (its paused reply), whatever the batch: the line of held
+// replies keeps its array.
+func TestSessionPausedPathAllocations(t *testing.T) {
+	r := newSessionRig(t, 0)
+	r.s = newSession(r.s.srv, 1, "127.0.0.1:1", &pausingEchoSession{}, r.drv, r.now)
+	req := strings.Repeat(cmd("ECHO", "key"), 16)
+	r.feed(req)
+	r.drive()
+	allocs := testing.AllocsPerRun(1000, func() {
+		room := r.s.room()
+		r.s.received(copy(room, req), nil)
+		r.s.run(r.now)
+		r.s.next(r.now)
+		r.s.sent(len(r.s.output()))
+		r.s.next(r.now)
+	})
+	if allocs > 16 {
+		t.Errorf("%v allocations per batch of 16 paused commands, want at most 16", allocs)
+	}
+}
+
 func BenchmarkSessionPipeline(b *testing.B) {
 	r := newEchoRig(&testing.T{})
 	req := strings.Repeat(cmd("ECHO", "key"), 16)

@@ -150,11 +150,11 @@ func (w *replyWriter) applyCompleted() {
 		if reply == nil {
 			return
 		}
-		w.held[0] = nil
-		w.held = w.held[1:]
-		if len(w.held) == 0 {
-			w.held = nil
-		}
+		// Shift the rest down rather than reslicing from the front, so
+		// that the array is kept for the next pauses instead of regrown.
+		rest := copy(w.held, w.held[1:])
+		w.held[rest] = nil
+		w.held = w.held[:rest]
 		n := w.writeAt(p, reply)
 		for _, q := range w.held {
 			q.at += n
