@@ -230,8 +230,9 @@ func (cx *Context) tallyRules(rules []engine.Rule) tally {
 	return t
 }
 
-// detach copies the keys the tally holds, for a decision answered after
-// the request's buffer may be reused (shared mode). It allocates.
+// detach copies the keys the tally holds (and its rules whole), for a
+// decision answered after the request's buffer may be reused (shared
+// mode). It allocates.
 func (t tally) detach() tally { return t.detachInto(nil) }
 
 // detachInto is detach copying the key into room's capacity, allocating
@@ -243,7 +244,8 @@ func (t tally) detachInto(room []byte) tally {
 	if t.rules != nil {
 		rules := make([]engine.Rule, len(t.rules))
 		for i, r := range t.rules {
-			rules[i] = engine.Rule{Key: bytes.Clone(r.Key), Family: r.Family}
+			rules[i] = r
+			rules[i].Key = bytes.Clone(r.Key)
 		}
 		t.rules = rules
 	}

@@ -2,7 +2,6 @@ package commands
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/cellserver/cellserver/engine"
@@ -73,9 +72,11 @@ func throttleAll(cx *Context, w Writer, args [][]byte) {
 
 	// >> Operation
 	if st := cx.store(); st != nil {
-		rules := slices.Clone(a.rules) // the client's buffer is emptied on return
-		storeDecision(cx, cx.tallyRules(rules), w, a.millis, func(done func(engine.Decision, error)) {
-			st.ThrottleAll(rules, a.quantity, done)
+		// The client's buffer is emptied on return: the tally's copy of
+		// the rules is what the store is given too.
+		t := cx.tallyRules(a.rules).detach()
+		storeDecision(cx, t, w, a.millis, func(done func(engine.Decision, error)) {
+			st.ThrottleAll(t.rules, a.quantity, done)
 		})
 		return
 	}

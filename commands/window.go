@@ -70,7 +70,7 @@ func windowThrottle(f engine.Family, name string) Handler {
 func decideRule(cx *Context, w Writer, rule engine.Rule, quantity int64, millis bool) {
 	t := cx.tallyKey(rule.Key, rule.Family)
 	if st := cx.store(); st != nil {
-		storeDecision(cx, t, w, millis, func(done func(engine.Decision, error)) {
+		storeDecision(cx, t.detach(), w, millis, func(done func(engine.Decision, error)) {
 			st.ThrottleWindow(rule, quantity, done)
 		})
 		return
@@ -211,9 +211,9 @@ func writeDecision(t tally, w Writer, d engine.Decision, err error, millis bool)
 }
 
 // storeDecision sends a window or THROTTLE.ALL decision to the shared
-// store; its reply goes out when the store has decided, counted in t.
+// store; its reply goes out when the store has decided, counted in t,
+// which the caller has detached.
 func storeDecision(cx *Context, t tally, w Writer, millis bool, decide func(done func(engine.Decision, error))) {
-	t = t.detach()
 	cx.await(w, func(finish func(func(Writer))) {
 		decide(func(d engine.Decision, err error) {
 			finish(func(w Writer) { writeDecision(t, w, d, err, millis) })
