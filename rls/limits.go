@@ -34,14 +34,12 @@ type Limit struct {
 	// Replaces names limits that this one, when matched in the same
 	// request, makes the service ignore.
 	Replaces []string
-	// MetricKey is the limit's path in the configuration (domain and
-	// descriptor keys, with the values the configuration names), the
-	// descriptor label of its metrics.
+	// MetricKey is the descriptor label of the limit's metrics, as the
+	// configuration builds it for the request: the limit's path (domain
+	// and descriptor keys, with the values the configuration names), or
+	// the request's own values where detailed_metric or value_to_metric
+	// ask for them, within the service's bound on label sets.
 	MetricKey string
-	// DetailedMetric labels the metrics with the request's own values
-	// instead (detailed_metric, value_to_metric), within the service's
-	// bound on label sets.
-	DetailedMetric bool
 	// Rule is the engine rule for the matched key, its Key set.
 	Rule engine.Rule
 }

@@ -1,7 +1,6 @@
 package rls
 
 import (
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,8 +13,8 @@ import (
 
 // MaxMetricSeries bounds the (domain, descriptor) label pairs the per-rule
 // counters keep: a limit's configuration path is bounded by the
-// configuration, but detailed_metric labels carry request values, which
-// are not. Past the bound, new pairs are counted together under the domain
+// configuration, but a MetricKey built from detailed_metric or
+// value_to_metric carries request values, which are not. Past the bound, new pairs are counted together under the domain
 // "" and the descriptor OverflowLabel.
 const MaxMetricSeries = 1000
 
@@ -81,21 +80,10 @@ func (m *serviceMetrics) request(took time.Duration, resp *rlsv3.RateLimitRespon
 	}
 }
 
-// descriptor counts one decided descriptor's hits.
-func (m *serviceMetrics) descriptor(domain string, l *Limit, entries []Entry, hits int64, d engine.Decision) {
-	key := seriesKey{domain, l.MetricKey}
-	if l.DetailedMetric {
-		var b strings.Builder
-		b.WriteString(domain)
-		for _, e := range entries {
-			b.WriteString(".")
-			b.WriteString(e.Key)
-			b.WriteString("_")
-			b.WriteString(e.Value)
-		}
-		key.descriptor = b.String()
-	}
-	c := m.counters(key)
+// descriptor counts one decided descriptor's hits under its limit's
+// MetricKey.
+func (m *serviceMetrics) descriptor(domain string, l *Limit, hits int64, d engine.Decision) {
+	c := m.counters(seriesKey{domain, l.MetricKey})
 	n := uint64(max(hits, 0))
 	c.total.Add(n)
 	switch {

@@ -10,13 +10,26 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
+// detailedMatcher matches every descriptor to l, with a MetricKey carrying
+// the request's values, as detailed_metric does.
+type detailedMatcher struct{ l Limit }
+
+func (m detailedMatcher) Match(domain string, entries []Entry) *Limit {
+	l := m.l
+	l.MetricKey = domain
+	for _, e := range entries {
+		l.MetricKey += "." + e.Key + "_" + e.Value
+	}
+	l.Rule.Key = []byte("rls:" + l.MetricKey)
+	return &l
+}
+
 // TestMetricSeriesBound: detailed_metric labels carry request values, yet
 // the series stop growing at MaxMetricSeries; the rest go to the overflow
 // series.
 func TestMetricSeriesBound(t *testing.T) {
 	detailed := fw("detailed", 1000, rlsv3.RateLimitResponse_RateLimit_MINUTE, time.Minute)
-	detailed.DetailedMetric = true
-	ts := startService(t, Options{Limits: testMatcher{{"test", []Entry{{"ip", ""}}, detailed}}})
+	ts := startService(t, Options{Limits: detailedMatcher{detailed}})
 	for i := range MaxMetricSeries + 10 {
 		ts.call(t, &rlsv3.RateLimitRequest{Domain: "test", Descriptors: []*ratelimitv3.RateLimitDescriptor{desc("ip", fmt.Sprint(i))}})
 	}

@@ -255,7 +255,7 @@ func (s *Service) decide(ctx context.Context, req *rlsv3.RateLimitRequest) (*rls
 			st.Code = rlsv3.RateLimitResponse_OVER_LIMIT
 			resp.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
 		}
-		s.metrics.descriptor(req.Domain, sl.limit, sl.entries, sl.qty, d)
+		s.metrics.descriptor(req.Domain, sl.limit, sl.qty, d)
 		if headerFrom == nil || st.LimitRemaining < headerFrom.LimitRemaining {
 			headerFrom = st
 		}

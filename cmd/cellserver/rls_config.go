@@ -61,7 +61,6 @@ func rlsLimit(l *rlsconfig.Limit, key string) *rls.Limit {
 		ShadowMode:      l.ShadowMode,
 		Replaces:        l.Replaces,
 		MetricKey:       l.FullKey,
-		DetailedMetric:  l.DetailedMetric || l.ValueToMetric,
 		Rule:            l.Rule([]byte(key)),
 	}
 }

@@ -206,7 +206,6 @@ func newLimit(file, fullKey string, ds *yamlDescriptor) (*Limit, error) {
 		Unlimited:       rl.Unlimited,
 		ShadowMode:      ds.ShadowMode,
 		DetailedMetric:  ds.DetailedMetric,
-		ValueToMetric:   ds.ValueToMetric,
 		Burst:           rl.Burst,
 	}
 	for _, r := range rl.Replaces {

@@ -23,8 +23,7 @@ type Limit struct {
 	Unlimited       bool   // admits everything; the engine is not asked
 	ShadowMode      bool   // decided and counted, but always answered OK
 	Replaces        []string
-	DetailedMetric  bool
-	ValueToMetric   bool
+	DetailedMetric  bool // Match puts the request's values in FullKey
 }
 
 // Window is the limit's period: its unit times its multiplier.
