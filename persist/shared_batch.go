@@ -2,6 +2,7 @@ package persist
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/cellserver/cellserver/engine"
@@ -356,7 +357,7 @@ func (b *batcher) decideGroup(g *group, now int64) {
 		}
 		op.at = at
 		if anyWrong {
-			op.err = foreignRuleError(op, recs, wrong)
+			op.err = foreignRuleError(op, at, recs, wrong)
 			continue
 		}
 		op.d, op.err = engine.Decide(at, op.op, op.rules, recs, op.quantity)
@@ -460,7 +461,15 @@ func (b *batcher) cacheGroup(g *group, vals []storeValue) {
 // another application's value (wrong[j]): the first rule in order that
 // fails, as the engine judges them (the key's family, then a negative
 // quantity), so that the reply names the same rule as in memory.
-func foreignRuleError(op *sharedOp, recs []engine.Record, wrong []bool) error {
+func foreignRuleError(op *sharedOp, at int64, recs []engine.Record, wrong []bool) error {
+	// The engine decides the rules in order: an error of a rule before the
+	// first foreign key comes first (a refund past a CL key's state).
+	if first := slices.Index(wrong, true); first > 0 {
+		prefix := slices.Clone(recs[:first])
+		if _, err := engine.Decide(at, op.op, op.rules[:first], prefix, op.quantity); err != nil {
+			return err
+		}
+	}
 	for j, r := range op.rules {
 		live := recs[j].Family != engine.FamilyNone && !recs[j].Deleted
 		if wrong[j] || live && recs[j].Family != r.Family {

@@ -403,3 +403,28 @@ func remembered(s *Shared, key string) bool {
 	_, ok := s.deny.m[key]
 	return ok
 }
+
+// TestSharedAllForeignKeyErrorOrder: a THROTTLE.ALL whose second key holds
+// another application's value answers the first rule's own error first, as
+// the engine decides rules in order (a refund past a CL key's state).
+func TestSharedAllForeignKeyErrorOrder(t *testing.T) {
+	m, s, _ := newSharedMini(t, SharedOptions{})
+	startShared(t, s)
+	m.Lpush("list", "x")
+	rules := []engine.Rule{
+		{Key: []byte("cl"), Family: engine.FamilyCL, GCRA: engine.GCRAQuota{MaxBurst: 0, Count: 1, Period: 1}},
+		fwRule("list", 5),
+	}
+	want := func() error {
+		e := engine.New(engine.Options{SweepInterval: -1})
+		defer e.Close()
+		_, err := e.ThrottleAll(nil, rules[:1], -1)
+		return err
+	}()
+	if a := wait(t, allAsync(s, rules, -1)); a.err == nil || a.err.Error() != want.Error() {
+		t.Fatalf("%+v, want the first rule's error %v", a, want)
+	}
+	if a := wait(t, allAsync(s, rules, 1)); !errors.Is(a.err, engine.ErrWrongType) {
+		t.Fatalf("%+v, want the second rule's wrong type", a)
+	}
+}
