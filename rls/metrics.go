@@ -130,7 +130,8 @@ func (m *serviceMetrics) Describe(ch chan<- *prometheus.Desc) {
 	m.latency.Describe(ch)
 }
 
-// Collect reads every counter once.
+// Collect reads every counter once. It holds the series' lock only to list
+// them, not while it sends.
 func (m *serviceMetrics) Collect(ch chan<- prometheus.Metric) {
 	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
@@ -140,9 +141,21 @@ func (m *serviceMetrics) Collect(ch chan<- prometheus.Metric) {
 	counter(m.requestsDesc, m.invalid.Load(), "invalid")
 	counter(m.requestsDesc, m.failed.Load(), "error")
 	m.latency.Collect(ch)
+	// The series are listed under the lock and sent after it: a scrape
+	// that reads slowly must not hold back the requests' counters. Series
+	// are never removed, and their counters are atomic.
+	type series struct {
+		key seriesKey
+		c   *ruleCounters
+	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
+	all := make([]series, 0, len(m.rules))
 	for k, c := range m.rules {
+		all = append(all, series{k, c})
+	}
+	m.mu.Unlock()
+	for _, s := range all {
+		k, c := s.key, s.c
 		counter(m.totalDesc, c.total.Load(), k.domain, k.descriptor)
 		counter(m.overDesc, c.over.Load(), k.domain, k.descriptor)
 		counter(m.nearDesc, c.near.Load(), k.domain, k.descriptor)

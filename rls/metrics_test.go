@@ -73,3 +73,38 @@ func TestReplaces(t *testing.T) {
 		}
 	}
 }
+
+// TestCollectDoesNotBlockCounting: a scrape that stops reading in the
+// middle of the per-limit series holds back no request's counting.
+func TestCollectDoesNotBlockCounting(t *testing.T) {
+	m := newServiceMetrics()
+	for i := range 3 {
+		m.counters(seriesKey{"test", fmt.Sprint(i)})
+	}
+	ch := make(chan prometheus.Metric)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		m.Collect(ch)
+		close(ch)
+	}()
+	for metric := range ch {
+		if metric.Desc() == m.totalDesc {
+			break // Collect is now sending the per-limit series
+		}
+	}
+	counted := make(chan struct{})
+	go func() {
+		m.counters(seriesKey{"test", "new"}).total.Add(1)
+		close(counted)
+	}()
+	select {
+	case <-counted:
+	case <-time.After(2 * time.Second):
+		t.Error("counting waited for the scrape")
+	}
+	for range ch {
+	}
+	<-done
+	<-counted
+}
