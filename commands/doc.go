@@ -35,6 +35,7 @@
 //
 //   - The rate-limit commands: throttle.go (CL.THROTTLE), window.go
 //     (SW.THROTTLE, SWC.THROTTLE, FW.THROTTLE), throttle_all.go (THROTTLE.ALL),
+//     leaky.go (LB.THROTTLE), swlog.go (SW.LOG), top.go (THROTTLE.TOP),
 //     engine_errors.go (the engine's errors as each command words them).
 //   - Dispatch and what every command shares: commands.go (Options,
 //     Dispatch), table.go (Command, flags, arity), session.go (Session,
@@ -44,7 +45,7 @@
 //   - Shared mode: store.go (Store, ThrottleDone), later.go (await, offload),
 //     keyspace_store.go (the keyspace commands against the Store).
 //   - The Redis-compatibility commands: keyspace.go, glob.go (keys);
-//     connection.go, hello.go, auth.go (connection); client_cmd.go,
+//     connection.go, hello.go, auth.go (connection); monitor.go (MONITOR); client_cmd.go,
 //     client_list.go (CLIENT); transaction.go (MULTI/EXEC);
 //     server.go, info*.go, config.go, slowlog.go, command_*.go,
 //     subcommand.go, host.go (server and introspection).
