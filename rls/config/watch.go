@@ -16,6 +16,8 @@ type Watcher struct {
 	onChange func(*Config)
 	onError  func(error)
 	reload   chan struct{} // capacity 1: a pending Reload
+	loaded   bool          // Load succeeded: Run starts from its configuration
+	last     string        // the files' stamp before Load read them
 }
 
 // NewWatcher returns a watcher of path (a file or a directory, as Load
@@ -36,14 +38,33 @@ func (w *Watcher) Reload() {
 	}
 }
 
-// Run loads the configuration and reports it (onChange, or onError), then
-// polls the files' names, sizes and modification times, and loads and
-// reports again whenever they change or Reload asks. A change that leaves
-// a file's size and modification time as they were is not seen. It returns
-// when ctx ends; the caller runs it in a goroutine it owns and waits for
-// it by waiting for Run to return.
+// Load loads the files now and returns their configuration, or the error,
+// without calling onChange or onError: a caller that needs a configuration
+// before it serves takes it from here. After a Load that succeeded, Run
+// starts from that configuration: it does not load the files again but
+// looks for changes since Load read them. Load is for before Run, not
+// while it runs.
+func (w *Watcher) Load() (*Config, error) {
+	s := stamp(w.path)
+	c, err := Load(w.path)
+	if err != nil {
+		return nil, err
+	}
+	w.loaded, w.last = true, s
+	return c, nil
+}
+
+// Run loads the configuration and reports it (onChange, or onError),
+// unless Load has already loaded it, then polls the files' names, sizes and
+// modification times, and loads and reports again whenever they change or
+// Reload asks. A change that leaves a file's size and modification time as
+// they were is not seen. It returns when ctx ends; the caller runs it in a
+// goroutine it owns and waits for it by waiting for Run to return.
 func (w *Watcher) Run(ctx context.Context) {
-	last := w.load(nil)
+	last := w.last
+	if !w.loaded {
+		last = w.load(nil)
+	}
 	var tick <-chan time.Time
 	if w.every > 0 {
 		t := time.NewTicker(w.every)
