@@ -48,12 +48,8 @@ func (c *Commands) exec(cx *Context, w Writer, args [][]byte) {
 		return
 	}
 	cmds := make([]*Command, len(m.queued))
-	var keys [][]byte
-	all := false
 	for i, q := range m.queued {
 		cmds[i], _ = c.resolve(q) // queued commands resolved once already
-		keys = append(keys, cmds[i].keys(q)...)
-		all = all || cmds[i].Flags&FlagAllKeys != 0
 	}
 	inner := &Context{Client: cx.Client, cmds: c}
 	if c.opts.Store != nil {
@@ -63,6 +59,14 @@ func (c *Commands) exec(cx *Context, w Writer, args [][]byte) {
 		// (the fallback's) is not locked for them.
 		inner.chain = &chain{}
 	} else {
+		// In memory the transaction locks the shards of every key its
+		// commands name (all of them for a command over every key).
+		var keys [][]byte
+		all := false
+		for i, q := range m.queued {
+			keys = append(keys, cmds[i].keys(q)...)
+			all = all || cmds[i].Flags&FlagAllKeys != 0
+		}
 		inner.Tx = cx.Engine().Begin(keys, all)
 		defer inner.Tx.End()
 	}
