@@ -3,7 +3,7 @@ package config
 import "strings"
 
 // stateKey is a limit's key in the engine (see the package doc):
-// "rls:" family ":{" domain "}", then "|" key "=" value for each entry,
+// "rls:" family (the engine family's Name) ":{" domain "}", then "|" key "=" value for each entry,
 // each part escaped; a share_threshold entry's value is its pattern, whose
 // '*' alone is left unescaped. The domain is the key's Redis Cluster hash
 // tag (its first '{' and the first '}' after it, braces in the domain being
@@ -12,7 +12,7 @@ import "strings"
 func stateKey(a Algorithm, domain string, entries []Entry, patterns []string) string {
 	var b strings.Builder
 	b.WriteString("rls:")
-	b.WriteString(familyName(a))
+	b.WriteString(a.Family().Name())
 	b.WriteString(":{")
 	escape(&b, domain)
 	b.WriteByte('}')
@@ -28,19 +28,6 @@ func stateKey(a Algorithm, domain string, entries []Entry, patterns []string) st
 		}
 	}
 	return b.String()
-}
-
-// familyName is the engine family's short name for the algorithm.
-func familyName(a Algorithm) string {
-	switch a {
-	case SlidingWindow:
-		return "sw"
-	case SlidingCounter:
-		return "swc"
-	case GCRA:
-		return "cl"
-	}
-	return "fw"
 }
 
 // escape writes s with the key's separators, the hash tag's braces and

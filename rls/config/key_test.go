@@ -152,3 +152,17 @@ func TestStateKeyHashTag(t *testing.T) {
 		}
 	}
 }
+
+// TestAlgorithmFamily: an algorithm's state key and its engine rule name
+// one family, the engine's.
+func TestAlgorithmFamily(t *testing.T) {
+	for a, want := range map[Algorithm]string{FixedWindow: "fw", SlidingWindow: "sw", SlidingCounter: "swc", GCRA: "cl"} {
+		l := &Limit{Algorithm: a, Unit: UnitSecond, UnitMultiplier: 1, RequestsPerUnit: 1}
+		if f := l.Rule([]byte("k")).Family; f != a.Family() || f.Name() != want {
+			t.Errorf("%v: rule family %v, want %s", a, f, want)
+		}
+		if k := stateKey(a, "d", []Entry{{"k", "v"}}, nil); !strings.HasPrefix(k, "rls:"+want+":") {
+			t.Errorf("%v: state key %q, want family %s", a, k, want)
+		}
+	}
+}

@@ -43,23 +43,29 @@ func (l *Limit) Blocks() bool { return !l.Unlimited && l.RequestsPerUnit == 0 }
 // for an Unlimited limit and one that Blocks, which have no rule: the
 // service must not ask the engine for them.
 func (l *Limit) Rule(key []byte) engine.Rule {
-	r := engine.Rule{Key: key}
-	switch l.Algorithm {
-	case GCRA:
-		r.Family = engine.FamilyCL
+	r := engine.Rule{Key: key, Family: l.Algorithm.Family()}
+	if r.Family == engine.FamilyCL {
 		r.GCRA = engine.GCRAQuota{
 			MaxBurst: int64(l.Burst),
 			Count:    int64(l.RequestsPerUnit),
 			Period:   int64(l.Window() / time.Second),
 		}
 		return r
-	case SlidingWindow:
-		r.Family = engine.FamilySW
-	case SlidingCounter:
-		r.Family = engine.FamilySWC
-	default:
-		r.Family = engine.FamilyFW
 	}
 	r.Window = engine.WindowQuota{Limit: int64(l.RequestsPerUnit), Window: l.Window().Nanoseconds()}
 	return r
+}
+
+// Family is the engine family the algorithm runs on: FW for FixedWindow
+// and for an unknown algorithm.
+func (a Algorithm) Family() engine.Family {
+	switch a {
+	case GCRA:
+		return engine.FamilyCL
+	case SlidingWindow:
+		return engine.FamilySW
+	case SlidingCounter:
+		return engine.FamilySWC
+	}
+	return engine.FamilyFW
 }
