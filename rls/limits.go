@@ -60,12 +60,6 @@ type Overrider interface {
 	Override(domain string, entries []Entry, unit rlsv3.RateLimitResponse_RateLimit_Unit, requestsPerUnit uint32) *Limit
 }
 
-// MatcherFunc is a function that is a Matcher.
-type MatcherFunc func(domain string, entries []Entry) *Limit
-
-// Match calls f.
-func (f MatcherFunc) Match(domain string, entries []Entry) *Limit { return f(domain, entries) }
-
 // limits holds the current Matcher, swapped whole on reload.
 type limits struct{ p atomic.Pointer[matcherBox] }
 
