@@ -20,10 +20,13 @@ type batcher struct {
 	wake chan struct{} // an op was queued, or keys dropped (capacity 1)
 	up   chan struct{} // the prober reached the store (capacity 1)
 
-	// cache is the value cache; bufs the rounds' room. Both are owned by
-	// the batcher's goroutine.
+	// Owned by the batcher's goroutine: the value cache; the rounds' room;
+	// the array the queue had before the last round took it (spare), and
+	// the round's list of operations.
 	cache *valueCache
 	bufs  roundBufs
+	spare []*sharedOp
+	ops   []*sharedOp
 }
 
 func newBatcher(s *Shared, cacheKeys int) *batcher {
@@ -102,13 +105,17 @@ func (b *batcher) run() {
 			b.storeUp()
 		default:
 		}
+		// The queue's array and the round's list of operations are kept
+		// from one round to the next, not regrown.
 		b.mu.Lock()
-		ops := append(retry, b.queue...)
-		b.queue = nil
+		queued := b.queue
+		b.queue = b.spare[:0]
 		drop, all := b.dropKeys, b.dropAll
 		b.dropKeys, b.dropAll = nil, false
 		b.mu.Unlock()
-		retry = nil
+		ops := append(append(b.ops[:0], retry...), queued...)
+		clear(queued)
+		b.spare, b.ops, retry = queued, ops, nil
 		if pubs := s.takePublishes(); len(pubs) > 0 && !s.down.Load() {
 			s.publish(pubs)
 		}
