@@ -18,6 +18,7 @@ import (
 
 	"github.com/cellserver/cellserver/engine"
 	"github.com/cellserver/cellserver/rls"
+	rlsconfig "github.com/cellserver/cellserver/rls/config"
 )
 
 // rlsReloadEvery is how often the RLS configuration file is checked for a
@@ -27,11 +28,12 @@ const rlsReloadEvery = time.Second
 // rlsServer is Envoy's rate limit service on its own gRPC address, with
 // what reloads its configuration.
 type rlsServer struct {
-	svc    *rls.Service
-	ln     net.Listener
-	grpc   *grpc.Server
-	cancel context.CancelFunc // stops the reloads
-	wg     sync.WaitGroup     // the server and the reloaders
+	svc     *rls.Service
+	ln      net.Listener
+	grpc    *grpc.Server
+	watcher *rlsconfig.Watcher // nil without --rls-config
+	cancel  context.CancelFunc // stops the reloads
+	wg      sync.WaitGroup     // the server, the watcher and SIGHUP's relay
 }
 
 // newRLS makes the service cfg asks for, deciding in sh's store in shared
@@ -41,13 +43,29 @@ func newRLS(cfg config, eng *engine.Engine, sh *shared, tlsConfig *tls.Config, l
 	if cfg.rlsAddr == "" {
 		return nil, nil
 	}
-	var limits rls.Matcher
+	var (
+		svc     *rls.Service // set below, before the watcher runs
+		limits  rls.Matcher
+		watcher *rlsconfig.Watcher
+	)
 	if cfg.rlsConfig != "" {
-		m, err := loadRLSLimits(cfg.rlsConfig)
+		// The one loader of the configuration: this first load, then every
+		// reload (a change seen, or SIGHUP) from the watcher's goroutine,
+		// one at a time and in order.
+		watcher = rlsconfig.NewWatcher(cfg.rlsConfig, rlsReloadEvery,
+			func(c *rlsconfig.Config) {
+				svc.SetLimits(configMatcher{c})
+				log.Info("rate limit configuration loaded", "path", cfg.rlsConfig)
+			},
+			func(err error) {
+				log.Error("rate limit configuration not loaded; the previous one stays", "path", cfg.rlsConfig, "err", err)
+			})
+		c, err := watcher.Load()
 		if err != nil {
 			return nil, err
 		}
-		limits = m
+		limits = configMatcher{c}
+		log.Info("rate limit configuration loaded", "path", cfg.rlsConfig)
 	} else {
 		log.Warn("--rls-addr without --rls-config: every descriptor is answered OK")
 	}
@@ -55,7 +73,7 @@ func newRLS(cfg config, eng *engine.Engine, sh *shared, tlsConfig *tls.Config, l
 	if sh != nil {
 		decider = rls.StoreDecider(sh.store.Shared)
 	}
-	svc := rls.New(rls.Options{
+	svc = rls.New(rls.Options{
 		Decider:         decider,
 		Limits:          limits,
 		Timeout:         cfg.rlsTimeout,
@@ -74,7 +92,7 @@ func newRLS(cfg config, eng *engine.Engine, sh *shared, tlsConfig *tls.Config, l
 	}
 	g := grpc.NewServer(opts...)
 	svc.Register(g)
-	return &rlsServer{svc: svc, ln: ln, grpc: g}, nil
+	return &rlsServer{svc: svc, ln: ln, grpc: g, watcher: watcher}, nil
 }
 
 // jsonHandler mounts /json beside h (the metrics handler); h alone without
@@ -105,21 +123,16 @@ func (r *rlsServer) start(cfg config, log *slog.Logger) {
 		}
 	}()
 	log.Info("serving Envoy's rate limit service", "addr", r.ln.Addr().String(), "config", cfg.rlsConfig)
-	if cfg.rlsConfig == "" {
+	if r.watcher == nil {
 		return
-	}
-	onChange := func(m rls.Matcher) {
-		r.svc.SetLimits(m)
-		log.Info("rate limit configuration loaded", "path", cfg.rlsConfig)
-	}
-	onError := func(err error) {
-		log.Error("rate limit configuration not loaded; the previous one stays", "path", cfg.rlsConfig, "err", err)
 	}
 	r.wg.Add(2)
 	go func() {
 		defer r.wg.Done()
-		watchRLSLimits(ctx, cfg.rlsConfig, rlsReloadEvery, onChange, onError)
+		r.watcher.Run(ctx)
 	}()
+	// SIGHUP only asks the watcher to reload: its goroutine does the
+	// loading, so a reload never races another.
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	go func() {
@@ -130,11 +143,7 @@ func (r *rlsServer) start(cfg config, log *slog.Logger) {
 			case <-ctx.Done():
 				return
 			case <-hup:
-				if m, err := loadRLSLimits(cfg.rlsConfig); err != nil {
-					onError(err)
-				} else {
-					onChange(m)
-				}
+				r.watcher.Reload()
 			}
 		}
 	}()

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -180,6 +181,59 @@ func TestRunRLSConfigReload(t *testing.T) {
 				t.Errorf("after DEL of the RLS key: %s, want OK", got)
 			}
 		})
+	}
+}
+
+// TestRunRLSConfigSIGHUP: SIGHUP reloads the configuration though the
+// file's size and modification time are as they were, so no poll sees the
+// change, and logs the reload.
+func TestRunRLSConfigSIGHUP(t *testing.T) {
+	path := t.TempDir() + "/d.yaml"
+	limit := func(n int) string {
+		return "domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unit: hour, requests_per_unit: " + strconv.Itoa(n) + " }\n"
+	}
+	if err := os.WriteFile(path, []byte(limit(1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rlsAddr := freeAddr(t)
+	r := startRun(t, []string{"--addr", "127.0.0.1:0", "--rls-addr", rlsAddr, "--rls-config", path}, nil)
+	code := func() string {
+		t.Helper()
+		resp, err := rlsCall(t, rlsAddr, insecure.NewCredentials())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.OverallCode.String()
+	}
+	if got := code() + " " + code(); got != "OK OVER_LIMIT" {
+		t.Fatalf("limit 1: %s", got)
+	}
+	// Limit 3 in a file of the same size with the same modification time.
+	if err := os.WriteFile(path, []byte(limit(3)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(path, st.ModTime(), st.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	loads := func() int { return strings.Count(r.stderr.String(), "rate limit configuration loaded") }
+	before := loads()
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for loads() == before {
+		if time.Now().After(deadline) {
+			t.Fatalf("SIGHUP did not reload within 5 s:\n%s", r.stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// The one hit that passed is kept, so 2 more pass.
+	if got := code() + " " + code() + " " + code(); got != "OK OK OVER_LIMIT" {
+		t.Errorf("limit 3 after a hit: %s, want OK OK OVER_LIMIT", got)
 	}
 }
 
