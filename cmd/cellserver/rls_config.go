@@ -1,9 +1,6 @@
 package main
 
 import (
-	"context"
-	"time"
-
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 
 	"github.com/cellserver/cellserver/rls"
@@ -12,18 +9,6 @@ import (
 
 // The rate limit configuration, read by rls/config and adapted to what the
 // service needs (rls.Matcher).
-
-func loadRLSLimits(path string) (rls.Matcher, error) {
-	c, err := rlsconfig.Load(path)
-	if err != nil {
-		return nil, err
-	}
-	return configMatcher{c}, nil
-}
-
-func watchRLSLimits(ctx context.Context, path string, every time.Duration, onChange func(rls.Matcher), onError func(error)) {
-	rlsconfig.Watch(ctx, path, every, func(c *rlsconfig.Config) { onChange(configMatcher{c}) }, onError)
-}
 
 // configMatcher adapts a *rlsconfig.Config to rls.Matcher and
 // rls.Overrider.
