@@ -109,8 +109,9 @@ func (s *shard) snapshot(name string, nowMs int64) Record {
 	case FamilySW:
 		l := s.log(ent)
 		rec.Log, rec.Quantities = make([]int64, l.size), make([]uint32, l.size)
+		ring := s.logs.ring(l)
 		for j := range l.size {
-			rec.Log[j], rec.Quantities[j] = l.get(j)
+			rec.Log[j], rec.Quantities[j] = l.get(ring, j)
 		}
 	}
 	return rec

@@ -150,7 +150,7 @@ func stateOf(rec *Record, nowMs int64) keyState {
 		st.counter = counterState{start: rec.Start, cur: int64(rec.Cur), prev: int64(rec.Prev), ok: true}
 	case FamilySW:
 		// A copy of the requests: the record's slices stay as they are.
-		st.log = newSWLog(rec.Log, rec.Quantities)
+		st.logs, st.log = newSWLogs(rec.Log, rec.Quantities)
 	}
 	return st
 }

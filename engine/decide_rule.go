@@ -11,7 +11,8 @@ type keyState struct {
 	tat     uint64 // CL
 	tail    int64  // LB
 	counter counterState
-	log     *swLog // SW; read, never changed, by judgeState
+	log     *swLog  // SW; read, never changed, by judgeState
+	logs    *swLogs // SW: the logs log is one of
 }
 
 // loadState reads a live entry's state into st, which must be zero. An SW
@@ -29,7 +30,7 @@ func (s *shard) loadState(ent *entry, st *keyState) {
 		c := s.counter(ent)
 		st.counter = counterState{start: c.start, cur: int64(c.cur), prev: int64(c.prev), ok: true}
 	case FamilySW:
-		st.log = s.log(ent)
+		st.log, st.logs = s.log(ent), &s.logs
 	}
 }
 
@@ -56,7 +57,11 @@ func judgeState(r *Rule, st *keyState, now, qty int64, v *verdict) error {
 	case FamilySWC:
 		v.d, v.counter = slidingCounter(now, st.counter, r.Window, qty)
 	case FamilySW:
-		v.d, v.view = slidingLog(now, st.log, r.Window, qty)
+		var ring []uint64
+		if st.log != nil {
+			ring = st.logs.ring(st.log)
+		}
+		v.d, v.view = slidingLog(now, st.log, ring, r.Window, qty)
 	case FamilyLB:
 		if !r.Leaky.valid() {
 			return ErrLeakyQuota

@@ -50,27 +50,29 @@ func writeGCRA(rec *Record, exists bool, step gcraStep, nowMs int64) {
 // slices, with the expiry extended when a request was recorded, or a
 // removal when the log ends empty.
 func writeLog(rec *Record, st *keyState, r Rule, view swView, now, qty int64) {
-	l := st.log
+	ls, l := st.logs, st.log
 	if st.family == FamilyNone {
 		if qty == 0 {
 			return
 		}
-		l, view = &swLog{}, swView{}
+		ls, l = newSWLogs(nil, nil)
+		view = swView{}
 	} else if qty == 0 && view.drop == 0 {
 		return // a peek that changes nothing
 	}
-	l.apply(view, now, qty, r.Window.Limit)
+	ls.apply(l, view, now, qty, r.Window.Limit)
 	if l.size == 0 {
 		*rec = Record{Key: rec.Key, Deleted: true}
 		return
 	}
 	out := Record{Key: rec.Key, Family: FamilySW, ExpireAtMs: rec.ExpireAtMs,
 		Log: make([]int64, l.size), Quantities: make([]uint32, l.size)}
+	ring := ls.ring(l)
 	for j := range l.size {
-		out.Log[j], out.Quantities[j] = l.get(j)
+		out.Log[j], out.Quantities[j] = l.get(ring, j)
 	}
 	if qty > 0 {
-		out.ExpireAtMs = expireMs(l.newest() + r.Window.Window)
+		out.ExpireAtMs = expireMs(l.newest(ring) + r.Window.Window)
 	}
 	*rec = out
 }

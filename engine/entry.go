@@ -5,9 +5,9 @@ package engine
 // rule: the key is gone once the clock in milliseconds is past expireAt.
 type entry struct {
 	expireAt int64 // unix ms
-	// state is the family's state: a CL key's TAT; an LB key's tail; for SWC and FW keys the
-	// index of their buckets in shard.counters; for SW keys the index of
-	// their log in shard.logs.
+	// state is the family's state: a CL key's TAT; an LB key's tail; for
+	// SWC and FW keys the index of their buckets in shard.counters; for SW
+	// keys the index of their log in shard.logs's table.
 	state uint64
 	// nameOff and nameLen place the key's name in the shard's arena; the
 	// top bit of nameLen is the pin (see pinned).

@@ -73,9 +73,10 @@ func (s *shard) take(ent *entry, rec Record) {
 	case FamilySWC, FamilyFW:
 		*s.counter(ent) = counter{start: rec.Start, cur: rec.Cur, prev: rec.Prev}
 	case FamilySW:
-		l := newSWLog(rec.Log, rec.Quantities)
-		s.used.Add(l.bytes() - s.log(ent).bytes())
-		*s.log(ent) = *l
+		l := s.log(ent)
+		before := l.bytes()
+		s.logs.restore(l, rec.Log, rec.Quantities)
+		s.used.Add(l.bytes() - before)
 	}
 }
 
@@ -110,7 +111,7 @@ func (s *shard) merge(ent *entry, rec Record) bool {
 			total += int64(n)
 		}
 		l := s.log(ent)
-		taken = total > l.total || total == l.total && rec.Log[len(rec.Log)-1] > l.newest()
+		taken = total > l.total || total == l.total && rec.Log[len(rec.Log)-1] > l.newest(s.logs.ring(l))
 		kept = !taken
 	}
 	if kept {

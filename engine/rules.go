@@ -261,7 +261,7 @@ func (e *Engine) commit(v *verdict, r Rule, now, qty int64) error {
 			return nil // a peek that changes nothing
 		}
 		log := s.log(ent)
-		if grew := log.apply(view, now, qty, r.Window.Limit); grew != 0 {
+		if grew := s.logs.apply(log, view, now, qty, r.Window.Limit); grew != 0 {
 			s.used.Add(grew) // an atomic add, spared when the ring kept its size
 		}
 		if log.size == 0 {

@@ -8,12 +8,12 @@ import (
 
 // shard is one lock's worth of keyspace. Entries live in a slab that holds
 // no pointers, found through an index of plain integers, with their names
-// in an arena of bytes, so that a shard of millions of keys is a handful of
-// arrays the garbage collector does not scan, and updating a key allocates
-// nothing. Only an SW key's ring is a pointer. The expiry index files each
-// key once, at or before its expiry: extending a key's life (the common
-// case) leaves the index alone, and the sweep refiles keys it finds still
-// alive.
+// in an arena of bytes and SW keys' rings in an array of words (swLogs), so
+// that a shard of millions of keys is a handful of arrays the garbage
+// collector does not scan, and updating a key allocates nothing. The expiry
+// index files each key once, at or before its expiry: extending a key's
+// life (the common case) leaves the index alone, and the sweep refiles keys
+// it finds still alive.
 type shard struct {
 	mu       sync.Mutex // guards the fields up to budget; held to write the counters
 	seed     maphash.Seed
@@ -24,8 +24,7 @@ type shard struct {
 	expiry   expiryIndex
 	counters []counter // SWC and FW keys' buckets, by entry.state
 	freeCtrs []uint32
-	logs     []swLog // SW keys' logs, by entry.state (see swLog)
-	freeLogs []uint32
+	logs     swLogs // SW keys' logs, by entry.state
 	// changed holds the keys whose state changed since the backing store's
 	// writer last took them; nil when nothing is written behind.
 	changed map[string]struct{}
@@ -44,7 +43,7 @@ type shard struct {
 }
 
 func newShard(seed maphash.Seed, track bool, budget int64, phase float64) *shard {
-	s := &shard{seed: seed, expiry: newExpiryIndex(), budget: budget, phase: phase}
+	s := &shard{seed: seed, expiry: newExpiryIndex(), budget: budget, phase: phase, logs: swLogs{phase: phase}}
 	if track {
 		s.changed = make(map[string]struct{})
 	}
@@ -125,7 +124,7 @@ func (s *shard) create(key []byte, family Family, expireAt, nowMs int64) *entry 
 	case FamilySWC, FamilyFW:
 		ent.state = uint64(takeSlot(&s.counters, &s.freeCtrs, s.phase))
 	case FamilySW:
-		ent.state = uint64(takeSlot(&s.logs, &s.freeLogs, s.phase))
+		ent.state = uint64(s.logs.add())
 	}
 	s.file(slot, expiryBucketOf(expireAt))
 	s.used.Add(cost)
@@ -137,7 +136,7 @@ func (s *shard) create(key []byte, family Family, expireAt, nowMs int64) *entry 
 func (s *shard) counter(ent *entry) *counter { return &s.counters[ent.state] }
 
 // log is an SW key's log.
-func (s *shard) log(ent *entry) *swLog { return &s.logs[ent.state] }
+func (s *shard) log(ent *entry) *swLog { return &s.logs.table[ent.state] }
 
 // setExpiry moves ent's expiry, refiling it only when it moves to a bucket
 // earlier than the one the index has it in.
@@ -198,9 +197,7 @@ func (s *shard) remove(slot uint32, cell int) {
 		s.counters[ent.state] = counter{}
 		s.freeCtrs = append(s.freeCtrs, uint32(ent.state))
 	case FamilySW:
-		cost += s.logs[ent.state].bytes()
-		s.logs[ent.state] = swLog{}
-		s.freeLogs = append(s.freeLogs, uint32(ent.state))
+		cost += s.logs.remove(uint32(ent.state))
 	}
 	s.used.Add(-cost)
 	s.keys[f].Add(-1)
@@ -313,7 +310,7 @@ func (s *shard) flush(nowMs int64) int {
 	}
 	s.index.reset()
 	s.entries, s.free, s.names = nil, nil, names{}
-	s.counters, s.freeCtrs, s.logs, s.freeLogs = nil, nil, nil, nil
+	s.counters, s.freeCtrs, s.logs = nil, nil, swLogs{phase: s.phase}
 	s.expiry.reset()
 	s.used.Store(0)
 	for f := range s.keys {

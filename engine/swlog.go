@@ -25,14 +25,16 @@ import "math/bits"
 // which no request leaves the window (most of them, when requests come
 // faster than the window slides) reads the log's header alone, not its
 // ring: the ring is another cache miss. The headers sit by value in the
-// shard's table of logs, so that the key's entry alone says where its
-// header is (no pointer read between the two), and each must be 64 bytes
-// exactly: the table's size classes are multiples of 64, so each header
-// sits in one cache line (at 72 bytes most would straddle two, and a
-// decision would pay two misses instead of one). So head is 32 bits,
-// enough for a ring of up to MaxWindowLimit requests.
+// table of the shard's logs (swLogs), so that the key's entry alone says
+// where its header is (no pointer read between the two), and each must be
+// 64 bytes exactly: the table's size classes are multiples of 64, so each
+// header sits in one cache line (at 72 or 56 bytes most would straddle
+// two, and a decision would pay two misses instead of one). The ring is
+// n words of the table's chunks, at off (swLogs.ring); the methods that
+// read or write it take those words as ring.
 type swLog struct {
-	ring   []uint64
+	off    int    // where the ring is in the table's chunks (swLogs.at)
+	n      int    // the ring's length in words; 0 when it has none
 	base   int64  // compact form: the time offsets count from
 	oldest int64  // time of the request at head, when size > 0
 	size   int    // requests held
@@ -40,6 +42,7 @@ type swLog struct {
 	head   uint32 // index of the oldest request
 	qbits  uint8  // compact form: low bits holding a quantity less 1
 	wide   bool
+	_      [8]byte // to 64 bytes, a cache line
 }
 
 // bytes is the memory the log's ring takes, for the keyspace's estimate.
@@ -47,15 +50,15 @@ func (l *swLog) bytes() int64 {
 	if l == nil {
 		return 0
 	}
-	return int64(cap(l.ring)) * 8
+	return int64(l.n) * 8
 }
 
 // capacity is the number of requests the ring holds.
 func (l *swLog) capacity() int {
 	if l.wide {
-		return len(l.ring) * 2 / 3 // len is c + (c+1)/2
+		return l.n * 2 / 3 // n is c + (c+1)/2
 	}
-	return len(l.ring)
+	return l.n
 }
 
 // wideLen is the length of a wide ring of capacity c.
@@ -64,43 +67,43 @@ func wideLen(c int) int {
 }
 
 // get returns the i-th oldest request: its time and quantity.
-func (l *swLog) get(i int) (int64, uint32) {
+func (l *swLog) get(ring []uint64, i int) (int64, uint32) {
 	if l.wide {
-		return l.getWide(i)
+		return l.getWide(ring, i)
 	}
 	j := int(l.head) + i
-	if j >= len(l.ring) {
-		j -= len(l.ring)
+	if j >= len(ring) {
+		j -= len(ring)
 	}
-	return unpack(l.ring[j], l.base, l.qbits)
+	return unpack(ring[j], l.base, l.qbits)
 }
 
-// getWide is get0 in the wide form.
-func (l *swLog) getWide(i int) (int64, uint32) {
+// getWide is get in the wide form.
+func (l *swLog) getWide(ring []uint64, i int) (int64, uint32) {
 	c := l.capacity()
 	j := int(l.head) + i
 	if j >= c {
 		j -= c
 	}
-	return int64(l.ring[j]), uint32(l.ring[c+j/2] >> (32 * (j & 1)))
+	return int64(ring[j]), uint32(ring[c+j/2] >> (32 * (j & 1)))
 }
 
 // newest returns the arrival time of the newest request; the log must not
 // be empty. A wide ring's base and qbits are 0, so that its times read as
 // a compact ring's do.
-func (l *swLog) newest() int64 {
+func (l *swLog) newest(ring []uint64) int64 {
 	j := int(l.head) + l.size - 1
 	if c := l.capacity(); j >= c {
 		j -= c
 	}
-	return int64(uint64(l.base) + l.ring[j]>>(l.qbits&63))
+	return int64(uint64(l.base) + ring[j]>>(l.qbits&63))
 }
 
 // leavingWide returns how many of the oldest requests of a wide ring left
 // a window ending at now, and their total quantity.
-func (l *swLog) leavingWide(now, window int64) (drop int, n int64) {
+func (l *swLog) leavingWide(ring []uint64, now, window int64) (drop int, n int64) {
 	for ; drop < l.size; drop++ {
-		at, q := l.getWide(drop)
+		at, q := l.getWide(ring, drop)
 		if at+window > now {
 			break
 		}
@@ -110,20 +113,20 @@ func (l *swLog) leavingWide(now, window int64) (drop int, n int64) {
 }
 
 // set writes request j of the ring, which must fit its form.
-func (l *swLog) set(j int, at int64, n uint32) {
+func (l *swLog) set(ring []uint64, j int, at int64, n uint32) {
 	if !l.wide {
-		l.ring[j] = pack(at, n, l.base, l.qbits)
+		ring[j] = pack(at, n, l.base, l.qbits)
 		return
 	}
-	l.setWide(j, at, n)
+	l.setWide(ring, j, at, n)
 }
 
 // setWide is set in the wide form.
-func (l *swLog) setWide(j int, at int64, n uint32) {
+func (l *swLog) setWide(ring []uint64, j int, at int64, n uint32) {
 	c := l.capacity()
-	l.ring[j] = uint64(at)
+	ring[j] = uint64(at)
 	shift := 32 * uint(j&1)
-	w := &l.ring[c+j/2]
+	w := &ring[c+j/2]
 	*w = *w&^(0xffff_ffff<<shift) | uint64(n)<<shift
 }
 
@@ -174,10 +177,10 @@ func (s *swSpan) compact() (base int64, qbits uint8, ok bool) {
 
 // span returns what choosing a form needs to know of the requests held and
 // of one more, at at, of quantity n, unless n is 0.
-func (l *swLog) span(at int64, n uint32) swSpan {
+func (l *swLog) span(ring []uint64, at int64, n uint32) swSpan {
 	var s swSpan
 	for i := range l.size {
-		s.add(l.get(i))
+		s.add(l.get(ring, i))
 	}
 	if n > 0 {
 		s.add(at, n)
@@ -192,10 +195,11 @@ type swView struct {
 	gone int64
 }
 
-// slidingLog decides a sliding-log request without changing the log: the
-// requests recorded in the last Window, plus qty, must be at most Limit.
-// A request recorded at t counts until t+Window.
-func slidingLog(now int64, l *swLog, q WindowQuota, qty int64) (Decision, swView) {
+// slidingLog decides a sliding-log request without changing the log
+// (nil for none), whose ring is ring: the requests recorded in the last
+// Window, plus qty, must be at most Limit. A request recorded at t counts
+// until t+Window.
+func slidingLog(now int64, l *swLog, ring []uint64, q WindowQuota, qty int64) (Decision, swView) {
 	d := Decision{Limit: q.Limit, RetryAfter: -1}
 	var v swView
 	size, total := 0, int64(0)
@@ -204,11 +208,11 @@ func slidingLog(now int64, l *swLog, q WindowQuota, qty int64) (Decision, swView
 		case l.size == 0 || l.oldest+q.Window > now:
 			// No request has left the window: the ring is not read.
 		case l.wide:
-			v.drop, v.gone = l.leavingWide(now, q.Window)
+			v.drop, v.gone = l.leavingWide(ring, now, q.Window)
 		default:
 			// The compact ring's loop, written out: every decision in
 			// which requests leave the window runs it.
-			ring, base, qbits := l.ring, l.base, l.qbits
+			base, qbits := l.base, l.qbits
 			for j := int(l.head); v.drop < l.size; v.drop++ {
 				if j == len(ring) {
 					j = 0
@@ -228,7 +232,7 @@ func slidingLog(now int64, l *swLog, q WindowQuota, qty int64) (Decision, swView
 		if size > 0 || qty > 0 {
 			newest := now
 			if qty == 0 {
-				newest = l.newest()
+				newest = l.newest(ring)
 			}
 			d.ResetAfter = newest + q.Window - now
 		}
@@ -237,7 +241,7 @@ func slidingLog(now int64, l *swLog, q WindowQuota, qty int64) (Decision, swView
 	d.Limited = true
 	d.Remaining = max(q.Limit-total, 0)
 	if size > 0 {
-		d.ResetAfter = l.newest() + q.Window - now
+		d.ResetAfter = l.newest(ring) + q.Window - now
 	}
 	if qty > q.Limit {
 		return d, v
@@ -245,7 +249,7 @@ func slidingLog(now int64, l *swLog, q WindowQuota, qty int64) (Decision, swView
 	// The request fits once enough of the oldest requests have left.
 	need := total + qty - q.Limit
 	for i := v.drop; i < l.size; i++ {
-		at, n := l.get(i)
+		at, n := l.get(ring, i)
 		need -= int64(n)
 		if need <= 0 {
 			d.RetryAfter = at + q.Window - now
@@ -255,10 +259,10 @@ func slidingLog(now int64, l *swLog, q WindowQuota, qty int64) (Decision, swView
 	return d, v
 }
 
-// apply drops the requests that left the window and records qty at now; it
-// is called for an admitted decision. It returns the change in the log's
-// bytes.
-func (l *swLog) apply(v swView, now int64, qty, limit int64) int64 {
+// apply drops the requests that left the window from l, one of ls's logs,
+// and records qty at now; it is called for an admitted decision. It returns
+// the change in the log's bytes.
+func (ls *swLogs) apply(l *swLog, v swView, now int64, qty, limit int64) int64 {
 	before, c := l.bytes(), l.capacity()
 	if v.drop > 0 {
 		l.total -= v.gone
@@ -269,22 +273,22 @@ func (l *swLog) apply(v swView, now int64, qty, limit int64) int64 {
 		l.head = uint32(head)
 		l.size -= v.drop
 		if l.size > 0 {
-			l.oldest, _ = l.get(0) // in the cache line the decision's scan just read
+			l.oldest, _ = l.get(ls.ring(l), 0) // in the cache line the decision's scan just read
 		}
 	}
 	if qty > 0 {
 		n := uint32(qty)
 		if l.size == c {
-			l.grow(growTo(c, l.size, limit), now, n)
+			ls.grow(l, growTo(c, l.size, limit), now, n)
 			c = l.capacity()
 		} else if !l.wide && !l.fits(now, n) {
-			l.rebase(now, n)
+			ls.rebase(l, now, n)
 		}
 		j := int(l.head) + l.size
 		if j >= c {
 			j -= c
 		}
-		l.set(j, now, n)
+		l.set(ls.ring(l), j, now, n)
 		if l.size == 0 {
 			l.oldest = now
 		}
@@ -292,29 +296,30 @@ func (l *swLog) apply(v swView, now int64, qty, limit int64) int64 {
 		l.total += qty
 	}
 	if c > 16 && l.size <= c/4 {
-		l.resize(c/2, 0, 0)
+		ls.resize(l, c/2, 0, 0)
 	}
 	return l.bytes() - before
 }
 
-// rebase re-encodes the compact ring in place for the requests held and
+// rebase re-encodes l's compact ring in place for the requests held and
 // one more, at at, of quantity n; or, where they need it, moves them to
 // the wide form.
-func (l *swLog) rebase(at int64, n uint32) {
-	s := l.span(at, n)
+func (ls *swLogs) rebase(l *swLog, at int64, n uint32) {
+	ring := ls.ring(l)
+	s := l.span(ring, at, n)
 	base, qbits, ok := s.compact()
 	if !ok {
-		l.resize(l.capacity(), at, n)
+		ls.resize(l, l.capacity(), at, n)
 		return
 	}
-	c := len(l.ring)
+	c := len(ring)
 	for i := range l.size {
 		j := int(l.head) + i
 		if j >= c {
 			j -= c
 		}
-		a, q := unpack(l.ring[j], l.base, l.qbits)
-		l.ring[j] = pack(a, q, base, qbits)
+		a, q := unpack(ring[j], l.base, l.qbits)
+		ring[j] = pack(a, q, base, qbits)
 	}
 	l.base, l.qbits = base, qbits
 }
@@ -332,52 +337,54 @@ func growTo(c, size int, limit int64) int {
 	return n
 }
 
-// grow moves the requests of a full ring into a ring of capacity c, oldest
-// first, to make room for one more, at at, of quantity n. A compact ring
-// that the request fits as it is encoded keeps its encoding, and its words
-// are copied as they are: most rings grow that way, and a copy costs a
-// fraction of decoding and encoding every request held.
-func (l *swLog) grow(c int, at int64, n uint32) {
-	if l.wide || len(l.ring) == 0 || !l.fits(at, n) {
-		l.resize(c, at, n)
+// grow moves the requests of l's full ring into a ring of capacity c,
+// oldest first, to make room for one more, at at, of quantity n. A compact
+// ring that the request fits as it is encoded keeps its encoding, and its
+// words are copied as they are: most rings grow that way, and a copy costs
+// a fraction of decoding and encoding every request held.
+func (ls *swLogs) grow(l *swLog, c int, at int64, n uint32) {
+	if l.wide || l.n == 0 || !l.fits(at, n) {
+		ls.resize(l, c, at, n)
 		return
 	}
-	ring := make([]uint64, c)
-	k := copy(ring, l.ring[l.head:])
-	copy(ring[k:], l.ring[:l.head])
-	l.ring, l.head = ring, 0
+	off := ls.take(c) // before the old ring is read: taking may move it
+	old, ring := ls.ring(l), ls.at(off, c)
+	k := copy(ring, old[l.head:])
+	copy(ring[k:], old[:l.head])
+	ls.release(l)
+	l.off, l.n, l.head = off, c, 0
 }
 
-// resize moves the requests into a ring of capacity c, oldest first, in
+// resize moves l's requests into a ring of capacity c, oldest first, in
 // the form that they and one more, at at, of quantity n (unless n is 0)
 // fit.
-func (l *swLog) resize(c int, at int64, n uint32) {
-	s := l.span(at, n)
-	old := *l
-	l.alloc(c, &s)
+func (ls *swLogs) resize(l *swLog, c int, at int64, n uint32) {
+	s := l.span(ls.ring(l), at, n)
+	words, base, qbits, wide := ringForm(c, &s)
+	off := ls.take(words) // before the old ring is read: taking may move it
+	old, oldRing, ring := *l, ls.ring(l), ls.at(off, words)
+	l.off, l.n, l.head, l.base, l.qbits, l.wide = off, words, 0, base, qbits, wide
 	for i := range old.size {
-		at, n := old.get(i)
-		l.set(i, at, n)
+		at, n := old.get(oldRing, i)
+		l.set(ring, i, at, n)
 	}
-	l.oldest = old.oldest
+	ls.discard(old.off, old.n) // once read: a free ring's first word links the free list
 }
 
-// alloc gives the log an empty ring of capacity c in the form that the
-// requests in s fit.
-func (l *swLog) alloc(c int, s *swSpan) {
+// ringForm returns the length in words, the base and split, and the form
+// of a ring of capacity c that the requests in s fit.
+func ringForm(c int, s *swSpan) (words int, base int64, qbits uint8, wide bool) {
 	base, qbits, ok := s.compact()
-	l.head, l.base, l.qbits, l.wide = 0, base, qbits, !ok
-	if ok {
-		l.ring = make([]uint64, c)
-	} else {
-		l.ring, l.base, l.qbits = make([]uint64, wideLen(c)), 0, 0
+	if !ok {
+		return wideLen(c), 0, 0, true
 	}
+	return c, base, qbits, false
 }
 
-// newSWLog returns a sliding log holding the requests at times with
+// restore makes l, one of ls's logs, hold the requests at times with
 // quantities qs, oldest first, in a ring of the smallest power of two (at
 // least 4) that holds them; apply then grows it as usual.
-func newSWLog(times []int64, qs []uint32) *swLog {
+func (ls *swLogs) restore(l *swLog, times []int64, qs []uint32) {
 	c := 4
 	for c < len(times) {
 		c *= 2
@@ -386,14 +393,27 @@ func newSWLog(times []int64, qs []uint32) *swLog {
 	for i, at := range times {
 		s.add(at, qs[i])
 	}
-	l := &swLog{size: len(times)}
-	l.alloc(c, &s)
+	ls.release(l)
+	words, base, qbits, wide := ringForm(c, &s)
+	*l = swLog{off: ls.take(words), n: words, base: base, qbits: qbits, wide: wide, size: len(times)}
+	ring := ls.ring(l)
 	for i, at := range times {
-		l.set(i, at, qs[i])
+		l.set(ring, i, at, qs[i])
 		l.total += int64(qs[i])
 	}
 	if len(times) > 0 {
 		l.oldest = times[0]
 	}
-	return l
+}
+
+// newSWLogs returns logs holding one log, with the requests at times with
+// quantities qs (none when times is empty): a log of its own, for a
+// decision on a stored state.
+func newSWLogs(times []int64, qs []uint32) (*swLogs, *swLog) {
+	ls := &swLogs{}
+	l := &ls.table[ls.add()]
+	if len(times) > 0 {
+		ls.restore(l, times, qs)
+	}
+	return ls, l
 }

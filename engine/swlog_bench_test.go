@@ -8,14 +8,15 @@ import (
 // benchSWLog steps a sliding log alone, without a key or a lock: each step
 // decides a request of qty, drops what left the window and records it.
 func benchSWLog(b *testing.B, q WindowQuota, step time.Duration, qty int64) {
-	l, now := &swLog{}, epochDay
+	ls, l := newSWLogs(nil, nil)
+	now := epochDay
 	next := func() {
 		now += int64(step)
-		d, v := slidingLog(now, l, q, qty)
+		d, v := slidingLog(now, l, ls.ring(l), q, qty)
 		if d.Limited {
 			b.Fatal("limited")
 		}
-		l.apply(v, now, qty, q.Limit)
+		ls.apply(l, v, now, qty, q.Limit)
 	}
 	for range 2 * q.Window / int64(step) {
 		next()

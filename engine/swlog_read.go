@@ -26,7 +26,9 @@ func (e *Engine) SWLog(tx *Txn, key []byte, window int64, count int) ([]LogEntry
 		return nil, ErrWrongType
 	}
 	l := s.log(ent)
-	return windowLog(l.size, l.get, now.UnixNano(), window, count), nil
+	ring := s.logs.ring(l)
+	get := func(i int) (int64, uint32) { return l.get(ring, i) }
+	return windowLog(l.size, get, now.UnixNano(), window, count), nil
 }
 
 // RecordLog is SWLog of an SW record read elsewhere (a shared store), at

@@ -18,13 +18,15 @@ type swReq struct {
 // the plain slice of requests it must hold.
 type swTest struct {
 	t     *testing.T
+	ls    *swLogs // l's table
 	l     *swLog
 	want  []swReq
 	limit int64
 }
 
 func newSWTest(t *testing.T, limit int64) *swTest {
-	return &swTest{t: t, l: &swLog{}, limit: limit}
+	ls, l := newSWLogs(nil, nil)
+	return &swTest{t: t, ls: ls, l: l, limit: limit}
 }
 
 // step drops the drop oldest requests and records n at at (none if n is 0).
@@ -35,7 +37,7 @@ func (s *swTest) step(drop int, at int64, n uint32) {
 	for _, r := range s.want[:drop] {
 		v.gone += int64(r.n)
 	}
-	delta := s.l.apply(v, at, int64(n), s.limit)
+	delta := s.ls.apply(s.l, v, at, int64(n), s.limit)
 	s.want = s.want[drop:]
 	if n > 0 {
 		s.want = append(s.want, swReq{at, n})
@@ -49,21 +51,26 @@ func (s *swTest) step(drop int, at int64, n uint32) {
 // check compares the log with want, and its bytes with its form.
 func (s *swTest) check() {
 	s.t.Helper()
-	checkSWLog(s.t, s.l, s.want)
+	checkSWLog(s.t, s.ls, s.l, s.want)
 }
 
-func checkSWLog(t *testing.T, l *swLog, want []swReq) {
+// ringAt is where l's ring starts: the same place after a step means the
+// log kept its ring (the array of words and the offset in it).
+func ringAt(ls *swLogs, l *swLog) *uint64 { return &ls.ring(l)[0] }
+
+func checkSWLog(t *testing.T, ls *swLogs, l *swLog, want []swReq) {
 	t.Helper()
+	ring := ls.ring(l)
 	if l.size != len(want) {
 		t.Fatalf("log holds %d requests, want %d", l.size, len(want))
 	}
 	var total int64
 	for i, w := range want {
-		at, n := l.get(i)
+		at, n := l.get(ring, i)
 		if at != w.at || n != w.n {
 			t.Fatalf("request %d is (%d, %d), want (%d, %d); log %+v", i, at, n, w.at, w.n, *l)
 		}
-		if at, n := l.get(i); at != w.at || n != w.n {
+		if at, n := l.get(ring, i); at != w.at || n != w.n {
 			t.Fatalf("get(%d) = (%d, %d), want (%d, %d)", i, at, n, w.at, w.n)
 		}
 		total += int64(w.n)
@@ -74,8 +81,8 @@ func checkSWLog(t *testing.T, l *swLog, want []swReq) {
 	if len(want) > 0 && l.oldest != want[0].at {
 		t.Fatalf("oldest %d, want %d", l.oldest, want[0].at)
 	}
-	if len(want) > 0 && l.newest() != want[len(want)-1].at {
-		t.Fatalf("newest %d, want %d", l.newest(), want[len(want)-1].at)
+	if len(want) > 0 && l.newest(ring) != want[len(want)-1].at {
+		t.Fatalf("newest %d, want %d", l.newest(ring), want[len(want)-1].at)
 	}
 	c := l.capacity()
 	if l.size > c || (c > 0 && int(l.head) >= c) {
@@ -85,8 +92,8 @@ func checkSWLog(t *testing.T, l *swLog, want []swReq) {
 	if l.wide {
 		wantBytes = 8 * wideLen(c)
 	}
-	if l.bytes() != int64(wantBytes) || len(l.ring) != cap(l.ring) {
-		t.Fatalf("%d bytes (len %d, cap %d) for %d requests, wide %v", l.bytes(), len(l.ring), cap(l.ring), c, l.wide)
+	if l.bytes() != int64(wantBytes) || len(ls.ring(l)) != l.n {
+		t.Fatalf("%d bytes (%d words) for %d requests, wide %v", l.bytes(), l.n, c, l.wide)
 	}
 }
 
@@ -107,15 +114,15 @@ func TestSWLogSplitFollowsQuantities(t *testing.T) {
 	for i := range 3 {
 		s.step(0, epochDay+int64(i), 1)
 	}
-	ring := &s.l.ring[0]
+	ring := ringAt(s.ls, s.l)
 	for i, c := range []struct {
 		n     uint32
 		qbits uint8
 	}{{2, 1}, {3, 2}, {1_000, 10}, {1 << 17, 17}, {1<<17 + 1, 18}, {MaxWindowLimit, 32}} {
 		s.step(1, epochDay+hour+int64(i), c.n)
-		if s.l.wide || s.l.qbits != c.qbits || &s.l.ring[0] != ring {
+		if s.l.wide || s.l.qbits != c.qbits || ringAt(s.ls, s.l) != ring {
 			t.Fatalf("after a request of %d: wide %v, %d quantity bits (want %d), same ring %v",
-				c.n, s.l.wide, s.l.qbits, c.qbits, &s.l.ring[0] == ring)
+				c.n, s.l.wide, s.l.qbits, c.qbits, ringAt(s.ls, s.l) == ring)
 		}
 	}
 }
@@ -136,12 +143,12 @@ func TestSWLogRebase(t *testing.T) {
 		}
 		s.step(drop, now, 1<<17-uint32(i%3))
 		if i < 12 {
-			ring = &s.l.ring[0] // once grown to hold the hour
+			ring = ringAt(s.ls, s.l) // once grown to hold the hour
 			continue
 		}
 		bases[s.l.base] = true
-		if s.l.wide || s.l.qbits != 17 || &s.l.ring[0] != ring {
-			t.Fatalf("wide %v, %d quantity bits, same ring %v", s.l.wide, s.l.qbits, &s.l.ring[0] == ring)
+		if s.l.wide || s.l.qbits != 17 || ringAt(s.ls, s.l) != ring {
+			t.Fatalf("wide %v, %d quantity bits, same ring %v", s.l.wide, s.l.qbits, ringAt(s.ls, s.l) == ring)
 		}
 	}
 	if len(bases) < 4 {
@@ -298,8 +305,8 @@ func TestNewSWLog(t *testing.T) {
 		for i, r := range c.reqs {
 			times[i], qs[i] = r.at, r.n
 		}
-		l := newSWLog(times, qs)
-		checkSWLog(t, l, c.reqs)
+		ls, l := newSWLogs(times, qs)
+		checkSWLog(t, ls, l, c.reqs)
 		if l.wide != c.wide || l.capacity() < 4 {
 			t.Errorf("%s: wide %v, capacity %d", c.name, l.wide, l.capacity())
 		}
@@ -374,7 +381,7 @@ func TestSWLogChangesRestore(t *testing.T) {
 	}
 	recs := drain(e)
 	for k, wide := range map[string]bool{"small": false, "big": true} {
-		if l := newSWLog(recs[k].Log, recs[k].Quantities); l.wide != wide {
+		if _, l := newSWLogs(recs[k].Log, recs[k].Quantities); l.wide != wide {
 			t.Fatalf("%s: wide %v", k, l.wide)
 		}
 	}
@@ -418,12 +425,13 @@ func TestSWLogStepAllocs(t *testing.T) {
 		{"wide", WindowQuota{Limit: MaxWindowLimit, Window: 48 * hour}, int64(30 * time.Minute), 1 << 17, true},
 	}
 	for _, c := range cases {
-		l, now := &swLog{}, epochDay
+		ls, l := newSWLogs(nil, nil)
+		now := epochDay
 		step := func() {
 			now += c.step
-			d, v := slidingLog(now, l, c.q, c.qty)
+			d, v := slidingLog(now, l, ls.ring(l), c.q, c.qty)
 			if !d.Limited {
-				l.apply(v, now, c.qty, c.q.Limit)
+				ls.apply(l, v, now, c.qty, c.q.Limit)
 			}
 		}
 		for range 2 * c.q.Window / c.step {

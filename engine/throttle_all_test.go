@@ -254,10 +254,11 @@ func TestThrottleAllConcurrent(t *testing.T) {
 	s := e.shards[e.shardIndex(perMin.Key)]
 	s.mu.Lock()
 	log := s.log(s.lookup(perMin.Key, c.Now().UnixMilli()))
+	ring := s.logs.ring(log)
 	perBucket := map[int64]int64{}
 	var recorded int64
 	for i := range log.size {
-		at, n := log.get(i)
+		at, n := log.get(ring, i)
 		perBucket[(at-epochDay)/int64(sec)] += int64(n)
 		recorded += int64(n)
 	}
