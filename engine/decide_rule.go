@@ -13,12 +13,14 @@ type keyState struct {
 	counter counterState
 	log     *swLog  // SW; read, never changed, by judgeState
 	logs    *swLogs // SW: the logs log is one of
+	hinted  uint64  // SW: the word at the log's hint, read only for its cache line
 }
 
 // loadState reads a live entry's state into st, which must be zero. An SW
-// key's log is the shard's own. (It fills st in place rather than return
-// it: copying a struct just built field by field costs the hot path a
-// stalled load.)
+// key's log is the shard's own, and the word its hint names is read before
+// the log's header, so that the two misses overlap. (It fills st in place
+// rather than return it: copying a struct just built field by field costs
+// the hot path a stalled load.)
 func (s *shard) loadState(ent *entry, st *keyState) {
 	st.family = ent.family()
 	switch st.family {
@@ -30,6 +32,7 @@ func (s *shard) loadState(ent *entry, st *keyState) {
 		c := s.counter(ent)
 		st.counter = counterState{start: c.start, cur: int64(c.cur), prev: int64(c.prev), ok: true}
 	case FamilySW:
+		st.hinted = s.logs.touch(ent.state >> 32)
 		st.log, st.logs = s.log(ent), &s.logs
 	}
 }

@@ -7,7 +7,8 @@ type entry struct {
 	expireAt int64 // unix ms
 	// state is the family's state: a CL key's TAT; an LB key's tail; for
 	// SWC and FW keys the index of their buckets in shard.counters; for SW
-	// keys the index of their log in shard.logs's table.
+	// keys the index of their log in shard.logs's table, in the low 32
+	// bits, and the log's hint (swLogs.hint) in the high 32.
 	state uint64
 	// nameOff and nameLen place the key's name in the shard's arena; the
 	// top bit of nameLen is the pin (see pinned).

@@ -273,6 +273,7 @@ func (e *Engine) commit(v *verdict, r Rule, now, qty int64) error {
 			// needs no read of the ring.
 			s.setExpiry(ent, expireMs(now+r.Window.Window))
 		}
+		ent.state = uint64(uint32(ent.state)) | s.logs.hint(log)<<32
 	}
 	s.markChanged(s.name(ent))
 	return nil

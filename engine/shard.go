@@ -135,8 +135,8 @@ func (s *shard) create(key []byte, family Family, expireAt, nowMs int64) *entry 
 // counter is an SWC or FW key's buckets.
 func (s *shard) counter(ent *entry) *counter { return &s.counters[ent.state] }
 
-// log is an SW key's log.
-func (s *shard) log(ent *entry) *swLog { return &s.logs.table[ent.state] }
+// log is an SW key's log (the low 32 bits of its state).
+func (s *shard) log(ent *entry) *swLog { return &s.logs.table[uint32(ent.state)] }
 
 // setExpiry moves ent's expiry, refiling it only when it moves to a bucket
 // earlier than the one the index has it in.

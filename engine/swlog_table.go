@@ -140,3 +140,44 @@ func (ls *swLogs) compact(need int) {
 	ls.chunks = append(ls.chunks[:0], chunk)
 	ls.cut, ls.garbage, ls.freeRings = cut, 0, [maxFreeRing + 1]int{}
 }
+
+// A log's hint is where its next request will be written, kept in the
+// high 32 bits of its key's entry.state (the low 32 are the log's index):
+// 1 plus the word's chunk<<hintWordBits | its word in the chunk, or 0 when
+// the log cannot say (no room in its ring, the wide form, or a place out
+// of the hint's range). A decision reads that word (touch) as it reads the
+// log's header, so that the two cache misses overlap instead of the write
+// waiting for the header. A hint is only ever read, never trusted: one
+// made stale by a compaction, a growth or a restore reads a word that does
+// not matter, or none.
+const hintWordBits = 29
+
+// hint returns l's hint.
+func (ls *swLogs) hint(l *swLog) uint64 {
+	if l.n == 0 || l.wide || l.size >= l.n {
+		return 0
+	}
+	j := int(l.head) + l.size
+	if j >= l.n {
+		j -= l.n
+	}
+	c, w := l.off>>offBits, l.off&(1<<offBits-1)+j
+	if w >= 1<<hintWordBits || c<<hintWordBits|w >= 1<<32-1 {
+		return 0
+	}
+	return 1 + uint64(c<<hintWordBits|w)
+}
+
+// touch returns the word hint names, or 0 for none; the read brings its
+// cache line in for the write that follows.
+func (ls *swLogs) touch(hint uint64) uint64 {
+	if hint == 0 {
+		return 0
+	}
+	h := hint - 1
+	c, w := int(h>>hintWordBits), int(h&(1<<hintWordBits-1))
+	if c >= len(ls.chunks) || w >= len(ls.chunks[c]) {
+		return 0
+	}
+	return ls.chunks[c][w]
+}

@@ -93,3 +93,32 @@ func (ls *swLogs) firstWord() *uint64 {
 	}
 	return &ls.chunks[0][0]
 }
+
+// TestSWLogsHint: a log's hint names the word its next request is written
+// to, and touch reads it; a log with no room says nothing.
+func TestSWLogsHint(t *testing.T) {
+	ls, l := newSWLogs(nil, nil)
+	now := epochDay
+	for i := range 20 {
+		h := ls.hint(l)
+		if l.size == l.capacity() || l.n == 0 {
+			if h != 0 {
+				t.Fatalf("request %d: a full ring hints %d", i, h)
+			}
+		} else if h == 0 {
+			t.Fatalf("request %d: no hint with room in the ring", i)
+		}
+		now += 1_000
+		ls.apply(l, swView{}, now, 1, 16)
+		if h == 0 {
+			continue
+		}
+		want := pack(now, 1, l.base, l.qbits)
+		if got := ls.touch(h); got != want || want == 0 {
+			t.Fatalf("request %d: the hinted word holds %#x, the request was written as %#x", i, got, want)
+		}
+	}
+	if ls.touch(1<<32-1) != 0 || ls.touch(0) != 0 {
+		t.Fatal("a hint out of range reads a word")
+	}
+}
