@@ -33,6 +33,8 @@ import (
 // again with GET under pcall (WRONGTYPE's error: a table in Redis, nil in
 // miniredis). So a group of one key costs one command besides its share
 // of the MGET, and nothing is built per key unless its group conflicted.
+// A group of one key expected to hold a value, or new and set, the
+// common cases, has a path of its own that reads its codes once.
 //
 // The reply is the store's TIME (seconds, microseconds) followed, for each
 // group, by 1 when every key held what was expected and the writes were
@@ -81,57 +83,76 @@ local function current(k, last)
   return r
 end
 while k <= nkeys do
-  local last = k
-  while byte(codes, 2 * last - 1) > 96 do last = last + 1 end
-  local first = a
-  local ok = true
-  local nx = false
-  for i = k, last do
-    local e, w = kind(i), byte(codes, 2 * i)
-    if ok then
-      local v = vals[i]
-      if e == 118 then
-        ok = v == ARGV[a]
-      elseif v ~= false then
-        ok = false
-      elseif e == 97 then
-        if k == last and w == 115 then
-          nx = true
-        else
-          ok = redis.call('EXISTS', KEYS[i]) == 0
-        end
-      else
-        local g = redis.pcall('GET', KEYS[i])
-        ok = g ~= false and type(g) ~= 'string'
-      end
-    end
-    if e == 118 then a = a + 1 end
-    if w == 115 then a = a + 2 end
-  end
+  local e, w = byte(codes, 2 * k - 1), byte(codes, 2 * k)
   nout = nout + 1
-  if ok and nx then
-    if redis.call('SET', KEYS[k], ARGV[first], 'PXAT', ARGV[first + 1], 'NX') then
+  if e == 86 then
+    -- A group of one key expected to hold a value: the common case.
+    local first = a
+    a = a + 1
+    if w == 115 then a = a + 2 end
+    if vals[k] ~= ARGV[first] then
+      out[nout] = current(k, k)
+    else
+      if w == 115 then
+        redis.call('SET', KEYS[k], ARGV[first + 1], 'PXAT', ARGV[first + 2])
+      elseif w == 100 then
+        redis.call('DEL', KEYS[k])
+      end
+      out[nout] = 1
+    end
+    k = k + 1
+  elseif e == 65 and w == 115 then
+    -- A group of one new key, confirmed absent by its write.
+    if vals[k] == false and redis.call('SET', KEYS[k], ARGV[a], 'PXAT', ARGV[a + 1], 'NX') then
+      out[nout] = 1
+    else
+      out[nout] = current(k, k)
+    end
+    a = a + 2
+    k = k + 1
+  else
+    -- A group of several keys, or of one key expected absent and not
+    -- set, or of another type.
+    local last = k
+    while byte(codes, 2 * last - 1) > 96 do last = last + 1 end
+    local first = a
+    local ok = true
+    for i = k, last do
+      local e, w = kind(i), byte(codes, 2 * i)
+      if ok then
+        local v = vals[i]
+        if e == 118 then
+          ok = v == ARGV[a]
+        elseif v ~= false then
+          ok = false
+        elseif e == 97 then
+          ok = redis.call('EXISTS', KEYS[i]) == 0
+        else
+          local g = redis.pcall('GET', KEYS[i])
+          ok = g ~= false and type(g) ~= 'string'
+        end
+      end
+      if e == 118 then a = a + 1 end
+      if w == 115 then a = a + 2 end
+    end
+    if ok then
+      a = first
+      for i = k, last do
+        local e, w = kind(i), byte(codes, 2 * i)
+        if e == 118 then a = a + 1 end
+        if w == 115 then
+          redis.call('SET', KEYS[i], ARGV[a], 'PXAT', ARGV[a + 1])
+          a = a + 2
+        elseif w == 100 then
+          redis.call('DEL', KEYS[i])
+        end
+      end
       out[nout] = 1
     else
       out[nout] = current(k, last)
     end
-  elseif ok then
-    a = first
-    for i = k, last do
-      local e, w = kind(i), byte(codes, 2 * i)
-      if e == 118 then a = a + 1 end
-      if w == 115 then
-        redis.call('SET', KEYS[i], ARGV[a], 'PXAT', ARGV[a + 1])
-        a = a + 2
-      elseif w == 100 then
-        redis.call('DEL', KEYS[i])
-      end
-    end
-    out[nout] = 1
-  else
-    out[nout] = current(k, last)
+    k = last + 1
   end
-  k = last + 1
 end
 return out
 `
