@@ -37,15 +37,16 @@ import (
 // common cases, has a path of its own that reads its codes once.
 //
 // The reply is the store's TIME (seconds, microseconds) followed, for each
-// group, by 1 when every key held what was expected and the writes were
-// made, or else by the current state of each of its keys (kind, value,
-// PTTL) with nothing written.
+// group that conflicted (a key did not hold what was expected: nothing of
+// the group is written), by its number (from 1) and the current state of
+// each of its keys (kind, value, PTTL). The other groups were written.
 const casSource = `
 local byte = string.byte
 local codes = ARGV[1]
 local t = redis.call('TIME')
 local out = {t[1], t[2]}
 local nout = 2
+local group = 0
 local nkeys = #KEYS
 local vals
 if nkeys <= 1000 then
@@ -82,31 +83,32 @@ local function current(k, last)
   end
   return r
 end
+-- conflict records group g's keys' current states
+local function conflict(g, k, last)
+  out[nout + 1] = g
+  out[nout + 2] = current(k, last)
+  nout = nout + 2
+end
 while k <= nkeys do
   local e, w = byte(codes, 2 * k - 1), byte(codes, 2 * k)
-  nout = nout + 1
+  group = group + 1
   if e == 86 then
     -- A group of one key expected to hold a value: the common case.
     local first = a
     a = a + 1
     if w == 115 then a = a + 2 end
     if vals[k] ~= ARGV[first] then
-      out[nout] = current(k, k)
-    else
-      if w == 115 then
-        redis.call('SET', KEYS[k], ARGV[first + 1], 'PXAT', ARGV[first + 2])
-      elseif w == 100 then
-        redis.call('DEL', KEYS[k])
-      end
-      out[nout] = 1
+      conflict(group, k, k)
+    elseif w == 115 then
+      redis.call('SET', KEYS[k], ARGV[first + 1], 'PXAT', ARGV[first + 2])
+    elseif w == 100 then
+      redis.call('DEL', KEYS[k])
     end
     k = k + 1
   elseif e == 65 and w == 115 then
     -- A group of one new key, confirmed absent by its write.
-    if vals[k] == false and redis.call('SET', KEYS[k], ARGV[a], 'PXAT', ARGV[a + 1], 'NX') then
-      out[nout] = 1
-    else
-      out[nout] = current(k, k)
+    if vals[k] ~= false or not redis.call('SET', KEYS[k], ARGV[a], 'PXAT', ARGV[a + 1], 'NX') then
+      conflict(group, k, k)
     end
     a = a + 2
     k = k + 1
@@ -147,9 +149,8 @@ while k <= nkeys do
           redis.call('DEL', KEYS[i])
         end
       end
-      out[nout] = 1
     else
-      out[nout] = current(k, last)
+      conflict(group, k, last)
     end
     k = last + 1
   end
@@ -340,7 +341,7 @@ func runCAS(ctx context.Context, client redis.UniversalClient, calls []*casCall)
 func parseCAS(v any, groups []int) (casReply, error) {
 	var r casReply
 	arr, ok := v.([]any)
-	if !ok || len(arr) != 2+len(groups) {
+	if !ok || len(arr) < 2 || len(arr)%2 != 0 {
 		return r, fmt.Errorf("cas script: unexpected reply %T of %d", v, len(arr))
 	}
 	sec, err1 := replyInt(arr[0])
@@ -350,34 +351,33 @@ func parseCAS(v any, groups []int) (casReply, error) {
 	}
 	r.timeNs = sec*1e9 + usec*1e3
 	r.current = make([][]storeValue, len(groups))
-	for g, n := range groups {
-		switch x := arr[2+g].(type) {
-		case int64:
-			continue // written
-		case []any:
-			if len(x) != 3*n {
-				return r, fmt.Errorf("cas script: group %d: %d values for %d keys", g, len(x), n)
-			}
-			cur := make([]storeValue, n)
-			for i := range cur {
-				kind, _ := x[3*i].(string)
-				val, _ := x[3*i+1].(string)
-				pttl, err := replyInt(x[3*i+2])
-				if err != nil {
-					return r, fmt.Errorf("cas script: PTTL: %w", err)
-				}
-				cur[i] = storeValue{kind: kind, val: val, expireAtMs: maxExpire}
-				if pttl >= 0 {
-					cur[i].expireAtMs = r.timeNs/1e6 + pttl
-				}
-				if kind != kindValue {
-					cur[i].val = ""
-				}
-			}
-			r.current[g] = cur
-		default:
-			return r, fmt.Errorf("cas script: group %d: unexpected %T", g, x)
+	for i := 2; i < len(arr); i += 2 {
+		g64, err := replyInt(arr[i])
+		if err != nil || g64 < 1 || g64 > int64(len(groups)) || i+1 == len(arr) || r.current[g64-1] != nil {
+			return r, fmt.Errorf("cas script: unexpected group %v", arr[i])
 		}
+		g, n := int(g64-1), groups[g64-1]
+		x, ok := arr[i+1].([]any)
+		if !ok || len(x) != 3*n {
+			return r, fmt.Errorf("cas script: group %d: %T of %d values for %d keys", g, arr[i+1], len(x), n)
+		}
+		cur := make([]storeValue, n)
+		for j := range cur {
+			kind, _ := x[3*j].(string)
+			val, _ := x[3*j+1].(string)
+			pttl, err := replyInt(x[3*j+2])
+			if err != nil {
+				return r, fmt.Errorf("cas script: PTTL: %w", err)
+			}
+			cur[j] = storeValue{kind: kind, val: val, expireAtMs: maxExpire}
+			if pttl >= 0 {
+				cur[j].expireAtMs = r.timeNs/1e6 + pttl
+			}
+			if kind != kindValue {
+				cur[j].val = ""
+			}
+		}
+		r.current[g] = cur
 	}
 	return r, nil
 }
