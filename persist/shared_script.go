@@ -100,7 +100,9 @@ while k <= nkeys do
     if vals[k] ~= ARGV[first] then
       conflict(group, k, k)
     elseif w == 115 then
-      redis.call('SET', KEYS[k], ARGV[first + 1], 'PXAT', ARGV[first + 2])
+      -- GET: the old value, which MGET read already, comes back as that
+      -- string, where a status reply would be a table built per key.
+      redis.call('SET', KEYS[k], ARGV[first + 1], 'PXAT', ARGV[first + 2], 'GET')
     elseif w == 100 then
       redis.call('DEL', KEYS[k])
     end
