@@ -172,7 +172,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		fmt.Sprintf("memory: sliding-log keys, each holding %d requests", swRequests))
 	fs.BoolVar(&o.skipMemory, "skip-memory", false, "skip the memory measurement")
 	only := fs.String("only", "", "run only the tests whose name matches this regexp (CL.THROTTLE, SET, GCRA.lua, RLS, ...)")
-	fs.StringVar(&o.baselineBin, "baseline-bin", "", "a cellserver `binary` (say, an older commit's) run beside the current one, test by test (CL.THROTTLE@base ...)")
+	fs.StringVar(&o.baselineBin, "baseline-bin", "", "a cellserver `binary` (say, an older commit's) run beside the current one, test by test, in memory and in shared mode (CL.THROTTLE@base, shared CL.THROTTLE@base ...)")
 	fs.BoolVar(&o.quick, "quick", false, "a tiny run (1 round, few requests and keys) for smoke tests; figures mean nothing")
 	if err := fs.Parse(args); err != nil {
 		return o, err

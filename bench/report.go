@@ -96,7 +96,8 @@ func (rep *report) throughputPhase(ctx context.Context, t tools, sup *supervisor
 	}{
 		{onCellserver, bin, cellArgs},
 		{onBaseline, rep.opts.baselineBin, nil},
-		{onShared, bin, sharedArgs(rds.addr)},
+		{onShared, bin, sharedArgs(rds.addr, sharedPrefix)},
+		{onSharedBase, rep.opts.baselineBin, sharedArgs(rds.addr, sharedBasePrefix)},
 	} {
 		if !needed[c.server] {
 			continue
@@ -107,7 +108,7 @@ func (rep *report) throughputPhase(ctx context.Context, t tools, sup *supervisor
 		}
 		defer sup.stopOne(p)
 		srv := serverProc{addr: p.addr, pid: p.pid()}
-		if c.server == onShared {
+		if isShared(c.server) {
 			srv.storePID = rds.pid()
 		}
 		if c.server == onCellserver {
@@ -240,14 +241,18 @@ func (rep *report) String() string {
 			}
 		}
 		if rep.hasServer(onShared) {
-			b.WriteString("shared: a cellserver in shared mode (" + strings.Join(sharedArgs("<that redis-server>"), " ") + "):\n" +
+			b.WriteString("shared: a cellserver in shared mode (" + strings.Join(sharedArgs("<that redis-server>", sharedPrefix), " ") + "):\n" +
 				"every decision is checked and written by its compare-and-set script on the Redis that runs the scripts,\n" +
 				"batched per round trip; decisions/trip is INFO persistence's shared_decisions / shared_round_trips over the run;\n" +
 				"store µs/req is that redis-server's CPU per request over the run.\n")
 		}
 		if rep.hasServer(onBaseline) {
-			fmt.Fprintf(&b, "%s: the cellserver built as %s (%s), tests named %s, run right after the current one's.\n",
+			fmt.Fprintf(&b, "%s: the cellserver built as %s (%s), tests named %s, run right after the current one's",
 				onBaseline, o.baselineBin, binaryVersion(o.baselineBin), "<test>"+baselineSuffix)
+			if rep.hasServer(onSharedBase) {
+				fmt.Fprintf(&b, "; %s: it in shared mode on the same Redis, under --backing-prefix %s", onSharedBase, sharedBasePrefix)
+			}
+			b.WriteString(".\n")
 		}
 		if !rep.redisCell {
 			b.WriteString("redis-cell: not measured (set REDIS_CELL_MODULE to its .so to add it).\n")

@@ -6,14 +6,19 @@ import (
 	"strconv"
 )
 
-// sharedPrefix is the --backing-prefix of the shared-mode cellserver, so
-// that its keys in the Redis it shares with the scripts are its own.
-const sharedPrefix = "bench:shared:"
+// The --backing-prefix of the shared-mode cellservers, the current one and
+// the baseline, so that each one's keys in the Redis they share with the
+// scripts are its own.
+const (
+	sharedPrefix     = "bench:shared:"
+	sharedBasePrefix = "bench:shared-base:"
+)
 
 // sharedArgs are the arguments that make a cellserver decide in the Redis at
-// redisAddr (shared mode), as many instances would share it.
-func sharedArgs(redisAddr string) []string {
-	return []string{"--backing-mode", "shared", "--backing-redis", "redis://" + redisAddr, "--backing-prefix", sharedPrefix}
+// redisAddr (shared mode), as many instances would share it, its keys under
+// prefix.
+func sharedArgs(redisAddr, prefix string) []string {
+	return []string{"--backing-mode", "shared", "--backing-redis", "redis://" + redisAddr, "--backing-prefix", prefix}
 }
 
 // sharedCounters are the counters of a shared-mode cellserver's INFO

@@ -58,7 +58,7 @@ func TestQuickRun(t *testing.T) {
 }
 
 // TestQuickRunWithBaseline runs CL.THROTTLE on a second cellserver binary
-// (-baseline-bin) beside the current one.
+// (-baseline-bin) beside the current one, in memory and in shared mode.
 func TestQuickRunWithBaseline(t *testing.T) {
 	needTool(t, "redis-server")
 	needTool(t, "redis-benchmark")
@@ -67,7 +67,7 @@ func TestQuickRunWithBaseline(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stdout, stderr bytes.Buffer
-	args := []string{"-quick", "-skip-memory", "-pipelines", "1", "-only", `^CL\.THROTTLE`, "-baseline-bin", base}
+	args := []string{"-quick", "-skip-memory", "-pipelines", "1", "-only", `^(shared )?CL\.THROTTLE`, "-baseline-bin", base}
 	if code := run(context.Background(), args, os.Getenv, &stdout, &stderr); code != exitOK {
 		t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
 	}
@@ -75,14 +75,16 @@ func TestQuickRunWithBaseline(t *testing.T) {
 	for _, want := range []string{
 		`(?m)^ 1  CL\.THROTTLE +cellserver +[0-9,]+ .* [0-9.]+× CL\.THROTTLE@base( |$)`,
 		`(?m)^ 1  CL\.THROTTLE@base +cellserver-base +[0-9,]+ `,
-		`(?m)^cellserver-base: the cellserver built as .*, go[0-9.]+\), tests named <test>@base`,
+		`(?m)^ 1  shared CL\.THROTTLE +cellserver shared +[0-9,]+ .* [0-9.]+× shared CL\.THROTTLE@base( |$)`,
+		`(?m)^ 1  shared CL\.THROTTLE@base +cellserver shared-base +[0-9,]+ `,
+		`(?m)^cellserver-base: the cellserver built as .*, go[0-9.]+\), tests named <test>@base.*; cellserver shared-base: it in shared mode`,
 	} {
 		if !regexp.MustCompile(want).MatchString(out) {
 			t.Errorf("the report has no line matching %s:\n%s", want, out)
 		}
 	}
-	if regexp.MustCompile(`(?m)^ 1  (SET|GCRA|shared)`).MatchString(out) {
-		t.Errorf("-only ^CL\\.THROTTLE ran other tests:\n%s", out)
+	if regexp.MustCompile(`(?m)^ 1  (SET|GCRA|shared SW)`).MatchString(out) {
+		t.Errorf("-only ^(shared )?CL\\.THROTTLE ran other tests:\n%s", out)
 	}
 	checkNoChildren(t)
 }

@@ -14,9 +14,13 @@ const (
 	onCellserver = "cellserver"
 	onBaseline   = "cellserver-base" // -baseline-bin
 	onShared     = "cellserver shared"
+	onSharedBase = "cellserver shared-base" // -baseline-bin in shared mode
 	onRedis      = "redis"
 	onRedisCell  = "redis+redis-cell"
 )
+
+// isShared reports whether server is a cellserver in shared mode.
+func isShared(server string) bool { return server == onShared || server == onSharedBase }
 
 // baselineSuffix ends the name of a test run on the -baseline-bin
 // cellserver: CL.THROTTLE@base.
@@ -34,7 +38,7 @@ type optionalServers struct {
 // benchTest is one test: a command redis-benchmark sends to one server.
 type benchTest struct {
 	name    string   // unique; what -only matches and ratios refer to
-	server  string   // onCellserver, onBaseline, onShared, onRedis, onRedisCell or onEnvoyRatelimit
+	server  string   // onCellserver, onBaseline, onShared, onSharedBase, onRedis, onRedisCell or onEnvoyRatelimit
 	command []string // __rand_int__ becomes a random 12-digit number
 	group   int      // the tests of a group run in turn, A B A B, round by round
 	versus  []string // the Redis tests this one's ratios are taken against
@@ -75,19 +79,21 @@ func (o options) pipelinesOf(group int) []int {
 // figures as reference. Shared mode's CL.THROTTLE and SW.THROTTLE, deciding
 // in the Redis that runs the scripts, are compared with the script each
 // replaces there. With a baseline binary, each cellserver test runs on it
-// too, right after, and the current one's ratio to it is shown. Quotas are
+// too, right after, and the current one's ratio to it is shown: a shared
+// one on the baseline in shared mode, on the same Redis. Quotas are
 // the README's (CL: 16 at once, then 30 a minute) and 100 a minute for the
 // windows, so that most requests are admitted and recorded.
 func benchTests(sc scripts, with optionalServers) []benchTest {
 	var tests []benchTest
 	// add appends tc and, with a baseline, tc on the baseline.
 	add := func(tc benchTest) {
-		if tc.server != onCellserver || !with.baseline {
+		baseServer := map[string]string{onCellserver: onBaseline, onShared: onSharedBase}[tc.server]
+		if baseServer == "" || !with.baseline {
 			tests = append(tests, tc)
 			return
 		}
 		base := tc
-		base.name, base.server = tc.name+baselineSuffix, onBaseline
+		base.name, base.server = tc.name+baselineSuffix, baseServer
 		tc.versus = append(append([]string(nil), tc.versus...), base.name)
 		tests = append(tests, tc, base)
 	}
@@ -199,7 +205,7 @@ func throughput(ctx context.Context, o options, t tools, servers map[string]serv
 					srv := servers[tc.server]
 					var before sharedCounters
 					var err error
-					if tc.server == onShared {
+					if isShared(tc.server) {
 						if before, err = readSharedCounters(ctx, srv.addr); err != nil {
 							return nil, nil, fmt.Errorf("%s: %w", tc.name, err)
 						}
@@ -224,7 +230,7 @@ func throughput(ctx context.Context, o options, t tools, servers map[string]serv
 						f.storeCPU = cpuPerRequest(storeCPU0, processCPU(srv.storePID), o.requests)
 					}
 					perTrip := ""
-					if tc.server == onShared {
+					if isShared(tc.server) {
 						after, err := readSharedCounters(ctx, srv.addr)
 						if err != nil {
 							return nil, nil, fmt.Errorf("%s: %w", tc.name, err)
