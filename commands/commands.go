@@ -74,7 +74,7 @@ type Commands struct {
 	// Store (offload); Close waits for them.
 	workers sync.WaitGroup
 
-	// laters are paused CL.THROTTLEs whose replies were written, for
+	// laters are paused deciding commands whose replies were written, for
 	// reuse.
 	laters sync.Pool
 }

@@ -18,9 +18,9 @@
 //
 // and the reply goes back through server/writer.go, flushed once per batch.
 // In shared mode (Options.Store set), clThrottle calls Store.Throttle
-// (commands/store.go) instead and pauses its reply (a throttleLater in
-// throttle.go, or await in commands/later.go inside EXEC; server/writer.go's
-// Pause); persist/shared.go queues the decision for
+// (commands/store.go) instead and pauses its reply (a decisionLater,
+// commands/decision_later.go, or await in commands/later.go inside EXEC;
+// server/writer.go's Pause); persist/shared.go queues the decision for
 // persist/shared_batcher.go, persist/shared_batch.go decides it with engine.Decide
 // (engine/decide.go, the same gcra) and sets the result in the store with
 // persist/shared_script.go's compare-and-set, one round trip per batch; the

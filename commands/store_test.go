@@ -255,7 +255,12 @@ func TestStorePausedAsMemory(t *testing.T) {
 		{"CL.THROTTLE", "k", "0", "1", "60"},
 		{"CL.THROTTLE", "k", "0", "0", "60"},
 		{"SW.THROTTLE", "sw", "3", "1m", "2"},
+		{"SW.THROTTLE", "sw", "3", "1m", "MS"},
+		{"SW.THROTTLE", "k", "3", "1m"}, // a CL key: an error, answered later
+		{"FW.THROTTLE", "fw", "1", "1m"},
+		{"FW.THROTTLE", "fw", "1", "1m"},
 		{"THROTTLE.ALL", "CL", "a", "1", "1", "60", "SW", "sw", "3", "1m"},
+		{"THROTTLE.ALL", "FW", "b", "1", "1m", "FW", "b", "1", "1m"},
 		{"GET", "k"}, {"EXISTS", "k", "sw"}, {"DEL", "k"},
 	} {
 		if got, want := shared.doPaused(args...), memory.do(args...); got != want {
@@ -272,8 +277,11 @@ func TestStorePausedAsMemory(t *testing.T) {
 	}
 	text := infoText(t, shared, "commandstats")
 	for name, want := range map[string]string{
-		"del":         "calls=3,rejected_calls=0,failed_calls=1",
-		"cl.throttle": "calls=5,rejected_calls=0,failed_calls=1",
+		"del":          "calls=3,rejected_calls=0,failed_calls=1",
+		"cl.throttle":  "calls=5,rejected_calls=0,failed_calls=1",
+		"sw.throttle":  "calls=3,rejected_calls=0,failed_calls=1",
+		"fw.throttle":  "calls=2,rejected_calls=0,failed_calls=0",
+		"throttle.all": "calls=2,rejected_calls=0,failed_calls=1", // two rules on one key
 	} {
 		v := field(t, text, "cmdstat_"+name)
 		if got := regexp.MustCompile(`usec=\d+,usec_per_call=\d+\.\d\d,`).ReplaceAllString(v, ""); got != want {

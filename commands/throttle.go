@@ -1,8 +1,6 @@
 package commands
 
 import (
-	"sync"
-
 	"github.com/cellserver/cellserver/engine"
 )
 
@@ -38,16 +36,7 @@ func clThrottle(cx *Context, w Writer, args [][]byte) {
 
 	// >> Operation
 	if st := cx.store(); st != nil {
-		if p := AsPauser(w); p != nil && cx.chain == nil {
-			// await's path without its closures: one object carries the
-			// command from the store's answer to its reply.
-			cx.later = true
-			l, _ := cx.cmds.laters.Get().(*throttleLater)
-			if l == nil {
-				l = new(throttleLater)
-			}
-			l.pool, l.paused = &cx.cmds.laters, p.Pause()
-			l.t = cx.tallyKey(args[1], engine.FamilyCL).detachInto(l.key[:])
+		if l := cx.pauseDecision(w, cx.tallyKey(args[1], engine.FamilyCL), false); l != nil {
 			st.Throttle(args[1], quota, nums[3], l)
 			return
 		}
@@ -90,38 +79,4 @@ func writeResult(t tally, w Writer, r engine.Result) {
 	w.WriteInt(r.Remaining)
 	w.WriteInt(r.RetryAfter)
 	w.WriteInt(r.ResetAfter)
-}
-
-// throttleLater is a paused CL.THROTTLE in shared mode, from the store's
-// answer (done, on any goroutine) to its reply (write, on the connection's
-// driver), counted as await counts it. Once its reply is written, nothing
-// refers to it, and it goes back to pool.
-type throttleLater struct {
-	pool   *sync.Pool
-	t      tally
-	paused Paused
-	res    engine.Result
-	err    error
-	key    [laterKeyRoom]byte // the tally's key, when it fits
-}
-
-// laterKeyRoom is the longest key a paused command keeps without an
-// allocation of its own.
-const laterKeyRoom = 48
-
-// Done implements ThrottleDone.
-func (l *throttleLater) Done(res engine.Result, err error) {
-	l.res, l.err = res, err
-	l.paused.Complete(l)
-}
-
-// WriteReply implements Reply.
-func (l *throttleLater) WriteReply(w Writer) {
-	if l.err != nil {
-		l.t.erred()
-	}
-	writeThrottle(l.t, w, l.res, l.err)
-	pool := l.pool
-	*l = throttleLater{}
-	pool.Put(l)
 }

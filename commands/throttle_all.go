@@ -74,6 +74,10 @@ func throttleAll(cx *Context, w Writer, args [][]byte) {
 	if st := cx.store(); st != nil {
 		// The client's buffer is emptied on return: the tally's copy of
 		// the rules is what the store is given too.
+		if l := cx.pauseDecision(w, cx.tallyRules(a.rules), a.millis); l != nil {
+			st.ThrottleAll(l.t.rules, a.quantity, l.done)
+			return
+		}
 		t := cx.tallyRules(a.rules).detach()
 		storeDecision(cx, t, w, a.millis, func(done func(engine.Decision, error)) {
 			st.ThrottleAll(t.rules, a.quantity, done)

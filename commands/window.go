@@ -70,6 +70,10 @@ func windowThrottle(f engine.Family, name string) Handler {
 func decideRule(cx *Context, w Writer, rule engine.Rule, quantity int64, millis bool) {
 	t := cx.tallyKey(rule.Key, rule.Family)
 	if st := cx.store(); st != nil {
+		if l := cx.pauseDecision(w, t, millis); l != nil {
+			st.ThrottleWindow(rule, quantity, l.done)
+			return
+		}
 		storeDecision(cx, t.detach(), w, millis, func(done func(engine.Decision, error)) {
 			st.ThrottleWindow(rule, quantity, done)
 		})

@@ -1,0 +1,81 @@
+package commands
+
+import (
+	"sync"
+
+	"github.com/cellserver/cellserver/engine"
+)
+
+// decisionLater is a deciding command paused in shared mode (CL.THROTTLE,
+// a window's, LB.THROTTLE, THROTTLE.ALL), from the store's answer (Done
+// for CL.THROTTLE, decided for the others, on any goroutine) to its reply
+// (WriteReply, on the connection's driver), counted as await counts it: the
+// one object that carries the command, without await's closures. Once its
+// reply is written, nothing refers to it, and it goes back to its pool,
+// keeping done.
+type decisionLater struct {
+	pool   *sync.Pool
+	t      tally
+	paused Paused
+	millis bool
+	cl     bool          // CL.THROTTLE's answer: res, written as redis-cell writes it
+	res    engine.Result // cl
+	d      engine.Decision
+	err    error
+	key    [laterKeyRoom]byte // the tally's key, when it fits
+	// done is decided as a function value, made once for the object's
+	// life, so that handing it to the store costs no allocation.
+	done func(engine.Decision, error)
+}
+
+// laterKeyRoom is the longest key a paused command keeps without an
+// allocation of its own.
+const laterKeyRoom = 48
+
+// pauseDecision pauses the command and returns its decisionLater, which
+// counts its outcome in t (whose key it copies) and which the store is to
+// answer; or nil where the command cannot pause that way (its Writer is
+// not a Pauser, or EXEC orders its commands): await serves it then.
+func (cx *Context) pauseDecision(w Writer, t tally, millis bool) *decisionLater {
+	p := AsPauser(w)
+	if p == nil || cx.chain != nil {
+		return nil
+	}
+	cx.later = true
+	pool := &cx.cmds.laters
+	l, _ := pool.Get().(*decisionLater)
+	if l == nil {
+		l = new(decisionLater)
+		l.done = l.decided
+	}
+	l.pool, l.paused, l.millis = pool, p.Pause(), millis
+	l.t = t.detachInto(l.key[:])
+	return l
+}
+
+// Done implements ThrottleDone: CL.THROTTLE's answer.
+func (l *decisionLater) Done(res engine.Result, err error) {
+	l.cl, l.res, l.err = true, res, err
+	l.paused.Complete(l)
+}
+
+// decided is the answer of the other deciding commands.
+func (l *decisionLater) decided(d engine.Decision, err error) {
+	l.d, l.err = d, err
+	l.paused.Complete(l)
+}
+
+// WriteReply implements Reply.
+func (l *decisionLater) WriteReply(w Writer) {
+	if l.err != nil {
+		l.t.erred()
+	}
+	if l.cl {
+		writeThrottle(l.t, w, l.res, l.err)
+	} else {
+		writeDecision(l.t, w, l.d, l.err, l.millis)
+	}
+	pool, done := l.pool, l.done
+	*l = decisionLater{done: done}
+	pool.Put(l)
+}
