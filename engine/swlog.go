@@ -410,8 +410,8 @@ func (ls *swLogs) restore(l *swLog, times []int64, qs []uint32) {
 // quantities qs (none when times is empty): a log of its own, for a
 // decision on a stored state.
 func newSWLogs(times []int64, qs []uint32) (*swLogs, *swLog) {
-	ls := &swLogs{}
-	l := &ls.table[ls.add()]
+	ls := &swLogs{table: make([]swLog, 1), exact: true}
+	l := &ls.table[0]
 	if len(times) > 0 {
 		ls.restore(l, times, qs)
 	}

@@ -29,8 +29,12 @@ type swLogs struct {
 	garbage int // words cut from the chunks that no ring holds
 	// freeRings[n] is the offset, plus 1, of the first free ring of n
 	// words, 0 for none; a free ring's first word holds the next's.
-	freeRings [maxFreeRing + 1]int
+	// (nil until a ring is first given up, so that a standalone log,
+	// Decide's, does not carry the array).
+	freeRings []int
 	phase     float64 // the shard's (grownLen)
+	// exact: chunks are cut to the words asked for (a standalone log).
+	exact bool
 }
 
 const (
@@ -76,7 +80,7 @@ func (ls *swLogs) at(off, n int) []uint64 {
 // first when the garbage has grown to an eighth of the live words, which
 // moves every ring.
 func (ls *swLogs) take(n int) int {
-	if n <= maxFreeRing {
+	if n <= maxFreeRing && ls.freeRings != nil {
 		if h := ls.freeRings[n]; h != 0 {
 			w := ls.at(h-1, n)
 			ls.freeRings[n] = int(w[0])
@@ -93,7 +97,11 @@ func (ls *swLogs) take(n int) int {
 		if last >= 0 {
 			ls.garbage += len(ls.chunks[last]) - ls.cut // its end, left unused
 		}
-		ls.chunks = append(ls.chunks, make([]uint64, max(n, ls.live/8, minChunk)))
+		size := max(n, ls.live/8, minChunk)
+		if ls.exact {
+			size = n
+		}
+		ls.chunks = append(ls.chunks, make([]uint64, size))
 		last, ls.cut = last+1, 0
 	}
 	off := last<<offBits | ls.cut
@@ -116,6 +124,9 @@ func (ls *swLogs) discard(off, n int) {
 	ls.live -= n
 	ls.garbage += n
 	if n <= maxFreeRing {
+		if ls.freeRings == nil {
+			ls.freeRings = make([]int, maxFreeRing+1)
+		}
 		ls.at(off, n)[0] = uint64(ls.freeRings[n])
 		ls.freeRings[n] = off + 1
 	}
@@ -138,7 +149,8 @@ func (ls *swLogs) compact(need int) {
 	}
 	clear(ls.chunks)
 	ls.chunks = append(ls.chunks[:0], chunk)
-	ls.cut, ls.garbage, ls.freeRings = cut, 0, [maxFreeRing + 1]int{}
+	ls.cut, ls.garbage = cut, 0
+	clear(ls.freeRings)
 }
 
 // A log's hint is where its next request will be written, kept in the
