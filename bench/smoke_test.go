@@ -66,27 +66,64 @@ func TestQuickRunWithBaseline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	out := runQuickBaseline(t, base)
+	matchAll(t, out,
+		`(?m)^ 1  CL\.THROTTLE +cellserver +[0-9,]+ .* [0-9.]+× CL\.THROTTLE@base( |$)`,
+		`(?m)^ 1  CL\.THROTTLE@base +cellserver-base +[0-9,]+ `,
+		`(?m)^ 1  shared CL\.THROTTLE +cellserver shared +[0-9,]+ .* [0-9.]+× shared CL\.THROTTLE@base( |$)`,
+		`(?m)^ 1  shared CL\.THROTTLE@base +cellserver shared-base +[0-9,]+ `,
+		`(?m)^cellserver-base: the cellserver built as .*, go[0-9.]+\), tests named <test>@base.*; cellserver shared-base: it in shared mode`)
+	if regexp.MustCompile(`(?m)^ 1  (SET|GCRA|shared SW)`).MatchString(out) {
+		t.Errorf("-only ^(shared )?CL\\.THROTTLE ran other tests:\n%s", out)
+	}
+	checkNoChildren(t)
+}
+
+// TestQuickRunWithBaselineWithoutSharedMode: a -baseline-bin from before
+// shared mode (it rejects --backing-mode, as any binary whose flags lack it
+// does) still gets its in-memory rows; only its shared rows are left out,
+// as a baseline that lacks a command has that test left out (tryOnce).
+func TestQuickRunWithBaselineWithoutSharedMode(t *testing.T) {
+	needTool(t, "redis-server")
+	needTool(t, "redis-benchmark")
+	dir := t.TempDir()
+	real, err := buildCellserver(context.Background(), needTool(t, "go"), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := filepath.Join(dir, "old-cellserver")
+	script := "#!/bin/sh\nfor a in \"$@\"; do\n  if [ \"$a\" = --backing-mode ]; then\n" +
+		"    echo 'flag provided but not defined: -backing-mode' >&2\n    exit 2\n  fi\ndone\nexec " + real + " \"$@\"\n"
+	if err := os.WriteFile(base, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	matchAll(t, runQuickBaseline(t, base),
+		`(?m)^ 1  CL\.THROTTLE@base +cellserver-base +[0-9,]+ `,
+		`(?m)^ 1  shared CL\.THROTTLE +cellserver shared +[0-9,]+ `,
+		`(?m)^not run: shared CL\.THROTTLE@base: cellserver shared-base did not start: `)
+	checkNoChildren(t)
+}
+
+// runQuickBaseline runs a quick bench of CL.THROTTLE, in memory and in
+// shared mode, beside the baseline binary base, and returns its report.
+func runQuickBaseline(t *testing.T, base string) string {
+	t.Helper()
 	var stdout, stderr bytes.Buffer
 	args := []string{"-quick", "-skip-memory", "-pipelines", "1", "-only", `^(shared )?CL\.THROTTLE`, "-baseline-bin", base}
 	if code := run(context.Background(), args, os.Getenv, &stdout, &stderr); code != exitOK {
 		t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
 	}
-	out := stdout.String()
-	for _, want := range []string{
-		`(?m)^ 1  CL\.THROTTLE +cellserver +[0-9,]+ .* [0-9.]+× CL\.THROTTLE@base( |$)`,
-		`(?m)^ 1  CL\.THROTTLE@base +cellserver-base +[0-9,]+ `,
-		`(?m)^ 1  shared CL\.THROTTLE +cellserver shared +[0-9,]+ .* [0-9.]+× shared CL\.THROTTLE@base( |$)`,
-		`(?m)^ 1  shared CL\.THROTTLE@base +cellserver shared-base +[0-9,]+ `,
-		`(?m)^cellserver-base: the cellserver built as .*, go[0-9.]+\), tests named <test>@base.*; cellserver shared-base: it in shared mode`,
-	} {
+	return stdout.String()
+}
+
+// matchAll reports each pattern that no line of the report out matches.
+func matchAll(t *testing.T, out string, patterns ...string) {
+	t.Helper()
+	for _, want := range patterns {
 		if !regexp.MustCompile(want).MatchString(out) {
 			t.Errorf("the report has no line matching %s:\n%s", want, out)
 		}
 	}
-	if regexp.MustCompile(`(?m)^ 1  (SET|GCRA|shared SW)`).MatchString(out) {
-		t.Errorf("-only ^(shared )?CL\\.THROTTLE ran other tests:\n%s", out)
-	}
-	checkNoChildren(t)
 }
 
 // TestInterruptStopsEverything cancels a run, as SIGINT does, once its
