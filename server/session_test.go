@@ -384,19 +384,23 @@ func TestSessionBoundsHeldReplies(t *testing.T) {
 	})
 }
 
+// batch runs one batch of requests through the session as a driver would:
+// read, run, write all of it.
+func (r *sessionRig) batch(req string) {
+	room := r.s.room()
+	r.s.received(copy(room, req), nil)
+	r.s.run(r.now)
+	r.s.next(r.now)
+	r.s.sent(len(r.s.output()))
+	r.s.next(r.now)
+}
+
 func TestSessionPathAllocatesNothing(t *testing.T) {
 	r := newEchoRig(t)
 	req := strings.Repeat(cmd("ECHO", "key"), 16)
 	r.feed(req)
 	r.drive()
-	allocs := testing.AllocsPerRun(1000, func() {
-		room := r.s.room()
-		r.s.received(copy(room, req), nil)
-		r.s.run(r.now)
-		r.s.next(r.now)
-		r.s.sent(len(r.s.output()))
-		r.s.next(r.now)
-	})
+	allocs := testing.AllocsPerRun(1000, func() { r.batch(req) })
 	if allocs != 0 {
 		t.Errorf("%v allocations per batch, want 0", allocs)
 	}
@@ -425,14 +429,7 @@ func TestSessionPausedPathAllocations(t *testing.T) {
 	req := strings.Repeat(cmd("ECHO", "key"), 16)
 	r.feed(req)
 	r.drive()
-	allocs := testing.AllocsPerRun(1000, func() {
-		room := r.s.room()
-		r.s.received(copy(room, req), nil)
-		r.s.run(r.now)
-		r.s.next(r.now)
-		r.s.sent(len(r.s.output()))
-		r.s.next(r.now)
-	})
+	allocs := testing.AllocsPerRun(1000, func() { r.batch(req) })
 	if allocs > 16 {
 		t.Errorf("%v allocations per batch of 16 paused commands, want at most 16", allocs)
 	}
@@ -442,11 +439,6 @@ func BenchmarkSessionPipeline(b *testing.B) {
 	r := newEchoRig(&testing.T{})
 	req := strings.Repeat(cmd("ECHO", "key"), 16)
 	for b.Loop() {
-		room := r.s.room()
-		r.s.received(copy(room, req), nil)
-		r.s.run(r.now)
-		r.s.next(r.now)
-		r.s.sent(len(r.s.output()))
-		r.s.next(r.now)
+		r.batch(req)
 	}
 }

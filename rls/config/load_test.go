@@ -1,7 +1,6 @@
 package config
 
 import (
-	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -56,59 +55,41 @@ func TestWatch(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "d.yaml")
 	writeFile(t, file, "domain: one\n")
-	changes := make(chan *Config, 10)
-	errs := make(chan error, 10)
-	w := NewWatcher(dir, 5*time.Millisecond, func(c *Config) { changes <- c }, func(err error) { errs <- err })
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); w.Run(ctx) }()
-	defer func() { cancel(); <-done }()
-
-	domain := func() string {
-		t.Helper()
-		select {
-		case c := <-changes:
-			return strings.Join(c.Domains(), ",")
-		case err := <-errs:
-			t.Fatalf("unexpected error %v", err)
-		case <-time.After(5 * time.Second):
-			t.Fatal("no change reported")
-		}
-		return ""
-	}
-	if got := domain(); got != "one" {
+	r := newWatchRig(dir, 5*time.Millisecond)
+	r.run(t)
+	if got := r.next(t); got != "one" {
 		t.Fatalf("first load: %q", got)
 	}
 
 	// A good change: a new size and modification time.
 	replace(t, file, "domain: second\n", 1)
-	if got := domain(); got != "second" {
+	if got := r.next(t); got != "second" {
 		t.Fatalf("after a good change: %q", got)
 	}
 
 	// A bad change: reported, and nothing else.
 	replace(t, file, "domain: second\nbogus: 1\n", 2)
 	select {
-	case err := <-errs:
+	case err := <-r.errs:
 		if !strings.Contains(err.Error(), "unknown key 'bogus'") {
 			t.Fatalf("error %v", err)
 		}
-	case c := <-changes:
+	case c := <-r.changes:
 		t.Fatalf("a bad file was loaded: %v", c.Domains())
 	case <-time.After(5 * time.Second):
 		t.Fatal("no error reported")
 	}
 
 	// Reload loads again though nothing changed: still the bad file.
-	w.Reload()
+	r.w.Reload()
 	select {
-	case <-errs:
+	case <-r.errs:
 	case <-time.After(5 * time.Second):
 		t.Fatal("Reload reported nothing")
 	}
 
 	replace(t, file, "domain: third\n", 3)
-	if got := domain(); got != "third" {
+	if got := r.next(t); got != "third" {
 		t.Fatalf("after the fix: %q", got)
 	}
 }
