@@ -3,7 +3,8 @@ package engine
 // keyIndex maps a shard's keys to their slots in the slab: an open-addressing
 // hash table of uint64 cells, each the key's 32-bit hash tag above its slot
 // plus one (0 is an empty cell), with linear probing and backward-shift
-// deletion, so that no deleted cell lingers. The cells hold no pointers.
+// deletion, so that no deleted cell lingers (during a growth the old table
+// marks the cells it has moved instead). The cells hold no pointers.
 // A key's home cell is its tag scaled to the table's size, so growing the
 // table needs no key's name. Not safe for concurrent use.
 //

@@ -33,7 +33,8 @@ type swLogs struct {
 	// Decide's, does not carry the array).
 	freeRings []int
 	phase     float64 // the shard's (grownLen)
-	// exact: chunks are cut to the words asked for (a standalone log).
+	// exact: a standalone log's (Decide's): chunks are cut to the words
+	// asked for, and rings given up are not kept for reuse.
 	exact bool
 }
 
@@ -123,7 +124,7 @@ func (ls *swLogs) discard(off, n int) {
 	}
 	ls.live -= n
 	ls.garbage += n
-	if n <= maxFreeRing {
+	if n <= maxFreeRing && !ls.exact {
 		if ls.freeRings == nil {
 			ls.freeRings = make([]int, maxFreeRing+1)
 		}

@@ -76,7 +76,7 @@ func TestSWLogsShareChunks(t *testing.T) {
 		case ls.garbage < garbage && len(ls.chunks) == chunks:
 			reused++
 		}
-		if step >= 10_000 && ls.garbage+len(ls.chunks[len(ls.chunks)-1])-ls.cut > ls.live/4+minChunk+1_000 {
+		if step >= 10_000 && ls.garbage+len(ls.chunks[len(ls.chunks)-1])-ls.cut > ls.live/4+minChunk {
 			t.Fatalf("step %d: %d live words, %d garbage, %d uncut", step, ls.live, ls.garbage, len(ls.chunks[len(ls.chunks)-1])-ls.cut)
 		}
 	}

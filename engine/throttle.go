@@ -70,3 +70,16 @@ func (s *shard) storeGCRA(key []byte, ent *entry, step gcraStep, nowMs int64) er
 	s.markChanged(s.name(ent))
 	return nil
 }
+
+// ThrottleDone receives a CL.THROTTLE decision made on another goroutine
+// (shared mode's store): a type that carries the command to its reply
+// implements it, so that the call costs no allocation of its own.
+type ThrottleDone interface {
+	Done(res Result, err error)
+}
+
+// ThrottleFunc is a ThrottleDone made of a function.
+type ThrottleFunc func(Result, error)
+
+// Done calls f.
+func (f ThrottleFunc) Done(res Result, err error) { f(res, err) }
