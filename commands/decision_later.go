@@ -53,7 +53,7 @@ func (cx *Context) pauseDecision(w Writer, t tally, millis bool) *decisionLater 
 	return l
 }
 
-// Done implements ThrottleDone: CL.THROTTLE's answer.
+// Done implements engine.ThrottleDone: CL.THROTTLE's answer.
 func (l *decisionLater) Done(res engine.Result, err error) {
 	l.cl, l.res, l.err = true, res, err
 	l.paused.Complete(l)

@@ -42,7 +42,7 @@
 //     Effect), client.go (Client), writer.go (Writer, Pauser, Paused, Reply), parse.go
 //     (ParseInt, QuoteArg), errors.go (error texts), observe.go
 //     (per-command counters, the slow log's feed).
-//   - Shared mode: store.go (Store, ThrottleDone), later.go (await, offload),
+//   - Shared mode: store.go (Store), later.go (await, offload),
 //     keyspace_store.go (the keyspace commands against the Store).
 //   - The Redis-compatibility commands: keyspace.go, glob.go (keys);
 //     connection.go, hello.go, auth.go (connection); monitor.go (MONITOR); client_cmd.go,

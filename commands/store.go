@@ -19,7 +19,7 @@ import (
 // an error that implements ReplyError is sent as its text says. The
 // keyspace methods block, and run off the event loops.
 type Store interface {
-	Throttle(key []byte, q engine.GCRAQuota, quantity int64, done ThrottleDone)
+	Throttle(key []byte, q engine.GCRAQuota, quantity int64, done engine.ThrottleDone)
 	ThrottleWindow(r engine.Rule, quantity int64, done func(engine.Decision, error))
 	ThrottleAll(rules []engine.Rule, quantity int64, done func(engine.Decision, error))
 
@@ -36,18 +36,6 @@ type Store interface {
 	Len(ctx context.Context) (int64, error)
 	Flush(ctx context.Context) error
 }
-
-// ThrottleDone receives the answer of a Store's Throttle: a type that
-// carries the command to its reply implements it, so that the call costs
-// no allocation of its own.
-type ThrottleDone interface {
-	Done(res engine.Result, err error)
-}
-
-// throttleFunc is a ThrottleDone made of a function.
-type throttleFunc func(engine.Result, error)
-
-func (f throttleFunc) Done(res engine.Result, err error) { f(res, err) }
 
 // ReplyError is an error whose text is a reply as it stands, first word
 // the error code (a store's "CROSSSLOT ...").

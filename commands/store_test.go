@@ -29,7 +29,7 @@ func (f *fakeStore) later(fn func()) {
 	}()
 }
 
-func (f *fakeStore) Throttle(key []byte, q engine.GCRAQuota, n int64, done ThrottleDone) {
+func (f *fakeStore) Throttle(key []byte, q engine.GCRAQuota, n int64, done engine.ThrottleDone) {
 	key = append([]byte(nil), key...)
 	f.later(func() { done.Done(f.eng.Throttle(nil, key, q, n)) })
 }

@@ -43,7 +43,7 @@ func clThrottle(cx *Context, w Writer, args [][]byte) {
 		t := cx.tallyKey(args[1], engine.FamilyCL).detach()
 		key := args[1]
 		cx.await(w, func(finish func(func(Writer))) {
-			st.Throttle(key, quota, nums[3], throttleFunc(func(res engine.Result, err error) {
+			st.Throttle(key, quota, nums[3], engine.ThrottleFunc(func(res engine.Result, err error) {
 				finish(func(w Writer) { writeThrottle(t, w, res, err) })
 			}))
 		})

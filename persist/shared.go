@@ -108,7 +108,7 @@ type sharedOp struct {
 	rule1 [1]engine.Rule
 	key1  [1]string
 
-	onResult   ThrottleDone                 // Throttle
+	onResult   engine.ThrottleDone          // Throttle
 	onDecision func(engine.Decision, error) // ThrottleWindow, ThrottleAll
 
 	// Set by the batcher for the round under way.
@@ -237,14 +237,9 @@ func (s *Shared) Close() error {
 	return err
 }
 
-// ThrottleDone receives Throttle's answer.
-type ThrottleDone interface {
-	Done(res engine.Result, err error)
-}
-
 // Throttle runs a CL.THROTTLE rule on key and calls done with redis-cell's
 // reply.
-func (s *Shared) Throttle(key []byte, q engine.GCRAQuota, quantity int64, done ThrottleDone) {
+func (s *Shared) Throttle(key []byte, q engine.GCRAQuota, quantity int64, done engine.ThrottleDone) {
 	op := s.newOp(engine.OpThrottle, quantity)
 	op.onResult = done
 	op.rule1[0] = engine.Rule{Key: key, Family: engine.FamilyCL, GCRA: q}

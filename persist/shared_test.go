@@ -41,11 +41,6 @@ func startShared(t *testing.T, s *Shared) {
 	t.Cleanup(func() { s.Close() })
 }
 
-// throttleFunc is a ThrottleDone made of a function.
-type throttleFunc func(engine.Result, error)
-
-func (f throttleFunc) Done(res engine.Result, err error) { f(res, err) }
-
 // answer is one operation's reply.
 type answer struct {
 	res engine.Result
@@ -56,7 +51,7 @@ type answer struct {
 // throttleAsync starts a CL call; the channel gets its answer.
 func throttleAsync(s *Shared, key string, q engine.GCRAQuota, n int64) <-chan answer {
 	ch := make(chan answer, 1)
-	s.Throttle([]byte(key), q, n, throttleFunc(func(r engine.Result, err error) { ch <- answer{res: r, err: err} }))
+	s.Throttle([]byte(key), q, n, engine.ThrottleFunc(func(r engine.Result, err error) { ch <- answer{res: r, err: err} }))
 	return ch
 }
 

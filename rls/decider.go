@@ -48,6 +48,9 @@ type AllThrottler interface {
 //     reads travel together), after the combined decision: another
 //     instance may count in between, so a rule's remaining is approximate;
 //     the combined decision, which Envoy acts on, is exact.
+//   - a request of one rule, the common case, is one ThrottleAll (a peek
+//     with a quantity of 0 when it does not count): its decision is the
+//     rule's own, with nothing to read back.
 //
 // The caller's goroutine waits for the store, up to ctx's deadline.
 func StoreDecider(s AllThrottler) Decider { return storeDecider{s} }

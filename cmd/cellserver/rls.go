@@ -52,10 +52,11 @@ func newRLS(cfg config, eng *engine.Engine, sh *shared, tlsConfig *tls.Config, l
 		// The one loader of the configuration: this first load, then every
 		// reload (a change seen, or SIGHUP) from the watcher's goroutine,
 		// one at a time and in order.
+		loaded := func() { log.Info("rate limit configuration loaded", "path", cfg.rlsConfig) }
 		watcher = rlsconfig.NewWatcher(cfg.rlsConfig, rlsReloadEvery,
 			func(c *rlsconfig.Config) {
 				svc.SetLimits(configMatcher{c})
-				log.Info("rate limit configuration loaded", "path", cfg.rlsConfig)
+				loaded()
 			},
 			func(err error) {
 				log.Error("rate limit configuration not loaded; the previous one stays", "path", cfg.rlsConfig, "err", err)
@@ -65,7 +66,7 @@ func newRLS(cfg config, eng *engine.Engine, sh *shared, tlsConfig *tls.Config, l
 			return nil, err
 		}
 		limits = configMatcher{c}
-		log.Info("rate limit configuration loaded", "path", cfg.rlsConfig)
+		loaded()
 	} else {
 		log.Warn("--rls-addr without --rls-config: every descriptor is answered OK")
 	}

@@ -22,11 +22,6 @@ type sharedStore struct {
 
 var _ commands.Store = sharedStore{}
 
-// Throttle is persist.Shared's, whose answer commands.ThrottleDone takes.
-func (s sharedStore) Throttle(key []byte, q engine.GCRAQuota, quantity int64, done commands.ThrottleDone) {
-	s.Shared.Throttle(key, q, quantity, done)
-}
-
 // shared is shared mode's connection to the store, with what it runs.
 type shared struct {
 	client redis.UniversalClient

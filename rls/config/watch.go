@@ -104,12 +104,6 @@ func (w *Watcher) load(before *string) string {
 	return s
 }
 
-// Watch runs a Watcher (NewWatcher, Run) until ctx ends: a caller that
-// needs Reload uses a Watcher itself.
-func Watch(ctx context.Context, path string, every time.Duration, onChange func(*Config), onError func(error)) {
-	NewWatcher(path, every, onChange, onError).Run(ctx)
-}
-
 // stamp describes the files Load would read: each one's name, size and
 // modification time, or the error that hides them.
 func stamp(path string) string {
