@@ -72,8 +72,8 @@ func throttleAll(cx *Context, w Writer, args [][]byte) {
 
 	// >> Operation
 	if st := cx.store(); st != nil {
-		// The client's buffer is emptied on return: the tally's copy of
-		// the rules is what the store is given too.
+		// The client's buffer is emptied on return: the store is given
+		// the tally's copy of the rules (it copies what it keeps).
 		if l := cx.pauseDecision(w, cx.tallyRules(a.rules), a.millis); l != nil {
 			st.ThrottleAll(l.t.rules, a.quantity, l.done)
 			return

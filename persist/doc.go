@@ -83,8 +83,9 @@
 // one MGET and, for each group of keys, compares every key's value with the
 // one the decision was made on (absent counts as a value, and so does a key
 // of another type) and, only if all match, writes the new values (SET key
-// value PXAT ms, with NX for a key expected absent, or DEL, or nothing for
-// a key left as it was); otherwise it writes nothing of that group and
+// value PXAT ms, or DEL, or nothing for a key left as it was; a new key
+// alone in its group is confirmed absent by its SET's NX, another key
+// expected absent by EXISTS); otherwise it writes nothing of that group and
 // returns its keys' current values and PTTLs. The script also returns the
 // store's TIME. It has no arithmetic, so it cannot disagree with the
 // engine.

@@ -5,15 +5,17 @@ import "hash/maphash"
 // valueCache is shared mode's value cache: the last value seen of each key
 // in the store, at most max keys (evicted arbitrarily), a key not in it
 // being expected absent. Keys are known by a 64-bit hash of their name
-// only, so that finding one reads no name: were two keys' hashes to
+// only, so that the index holds no strings: were two keys' hashes to
 // collide, they would share an entry, and the compare-and-set would only
-// find the other key's value there and conflict; a cached value is what a
-// decision expects, never what it is made on until the store agrees. Its entries live in one slab, found by key once a
-// round: a round of single-key operations finds each key's entry while it
-// groups them (slot), and its decisions and replies then reach the entry by
-// its index instead of looking the key up again. An entry that slot gave
-// in the round under way is never evicted before the round ends. Owned by
-// the batcher goroutine.
+// find the other key's value there and conflict (a round that sees two
+// names on one entry groups its operations by name instead). Decisions are
+// made on a cached value, and the compare-and-set checks it: a wrong one
+// costs a conflict and a decision again, never a wrong answer. Its entries
+// live in one slab, found by key once a round: a round of single-key
+// operations finds each key's entry while it groups them (slot), and its
+// decisions and replies then reach the entry by its index instead of
+// looking the key up again. An entry that slot gave in the round under way
+// is never evicted before the round ends. Owned by the batcher goroutine.
 type valueCache struct {
 	seed    maphash.Seed
 	index   map[uint64]int32

@@ -16,7 +16,7 @@ import (
 // still holds the value they were made on.
 //
 // KEYS are the keys of every group, group after group. ARGV[1] is their
-// codes, two letters a key (casCodes): the kind expected ("a" absent, "v"
+// codes, two letters a key (appendCasCode): the kind expected ("a" absent, "v"
 // a string value, "t" a key of another type; upper case for the last key
 // of its group) and what to write ("k" keep, "s" set, "d" delete). The
 // other arguments are, key after key, the expected value if the kind is
@@ -213,7 +213,7 @@ type casCall struct {
 	keys  []any
 	args  []any
 	nkeys int
-	// codes is ARGV[1], two bytes a key (casCodes).
+	// codes is ARGV[1], two bytes a key (appendCasCode).
 	codes []byte
 	// groups are the sizes of the call's groups, in order.
 	groups []int

@@ -19,9 +19,7 @@ import (
 func TestCASScriptRandom(t *testing.T) {
 	t.Run("redis", func(t *testing.T) {
 		srv := redistest.Start(t)
-		c := redis.NewClient(&redis.Options{Addr: srv.Addr})
-		t.Cleanup(func() { c.Close() })
-		casRandom(t, c)
+		casRandom(t, srv.Client(t))
 	})
 	t.Run("miniredis", func(t *testing.T) {
 		m := miniredis.RunT(t)

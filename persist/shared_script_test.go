@@ -8,7 +8,6 @@ import (
 
 	"github.com/cellserver/cellserver/engine"
 	"github.com/cellserver/cellserver/persist/redistest"
-	"github.com/redis/go-redis/v9"
 )
 
 // TestSharedAllManyKeys: a THROTTLE.ALL of more keys than Lua's unpack
@@ -16,8 +15,7 @@ import (
 // marking the store down.
 func TestSharedAllManyKeys(t *testing.T) {
 	srv := redistest.Start(t)
-	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
-	t.Cleanup(func() { c.Close() })
+	c := srv.Client(t)
 	s := NewShared(c, SharedOptions{Local: engine.New(engine.Options{SweepInterval: -1}), Timeout: 20 * time.Second})
 	startShared(t, s)
 	rules := make([]engine.Rule, 9000)
@@ -47,8 +45,7 @@ func TestSharedAllManyKeys(t *testing.T) {
 // arguments are read at the right place whatever the groups before it did.
 func TestCASScriptPaths(t *testing.T) {
 	srv := redistest.Start(t)
-	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
-	t.Cleanup(func() { c.Close() })
+	c := srv.Client(t)
 	ctx := context.Background()
 	for k, v := range map[string]string{"v-set": "1", "v-miss": "2", "v-del": "3", "v-keep": "4", "a-exists": "5", "pair-v": "6"} {
 		c.Set(ctx, k, v, time.Hour)
