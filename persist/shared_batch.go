@@ -92,7 +92,7 @@ func (b *batcher) round(ops []*sharedOp) (retry []*sharedOp) {
 		if s.cluster {
 			i, ok = bySlot[keySlot(g.keys[0])]
 		}
-		if ok && rb.calls[i].nkeys+len(g.keys) > maxCallKeys {
+		if ok && len(rb.calls[i].keys)+len(g.keys) > maxCallKeys {
 			ok = false
 		}
 		if !ok {
@@ -435,12 +435,20 @@ func (b *batcher) apply(callGroups [][]*group, replies []casReply, errs []error,
 					// An admission under another window of the same
 					// family can make the key laxer for the rule a
 					// refusal was remembered under (it starts a new
-					// count, or drops older requests).
-					s.deny.drop(op.keys, false)
+					// count, or drops older requests). The round's
+					// admissions drop theirs at once, below: one lock.
+					b.admitted = append(b.admitted, op.keys...)
 				}
 				op.finish(op.d, op.err)
 			}
 		}
+	}
+	if len(b.admitted) > 0 {
+		// Dropping a remembered refusal is always safe: at worst one
+		// made in this round too costs its next request a round trip.
+		s.deny.drop(b.admitted, false)
+		clear(b.admitted)
+		b.admitted = b.admitted[:0]
 	}
 	s.stats.decided(decided)
 	return retry

@@ -27,6 +27,9 @@ type batcher struct {
 	bufs  roundBufs
 	spare []*sharedOp
 	ops   []*sharedOp
+	// admitted are the keys of a round's admissions, whose remembered
+	// refusals the round drops at its end.
+	admitted []string
 }
 
 func newBatcher(s *Shared, cacheKeys int) *batcher {

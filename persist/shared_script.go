@@ -210,9 +210,8 @@ type casCall struct {
 	// them: pointers into the round's casKeys (*string, *int64), which
 	// box without an allocation, but for the first key, a string that
 	// go-redis reads to find a cluster's slot.
-	keys  []any
-	args  []any
-	nkeys int
+	keys []any
+	args []any
 	// codes is ARGV[1], two bytes a key (appendCasCode).
 	codes []byte
 	// groups are the sizes of the call's groups, in order.
@@ -231,7 +230,7 @@ const maxCallKeys = 1000
 func (c *casCall) reset() {
 	clear(c.keys)
 	clear(c.args)
-	c.keys, c.args, c.nkeys, c.codes, c.groups = c.keys[:0], c.args[:0], 0, c.codes[:0], c.groups[:0]
+	c.keys, c.args, c.codes, c.groups = c.keys[:0], c.args[:0], c.codes[:0], c.groups[:0]
 }
 
 // add appends one group of keys. The call points into group until it is
@@ -239,12 +238,11 @@ func (c *casCall) reset() {
 func (c *casCall) add(group []casKey) {
 	for i := range group {
 		k := &group[i]
-		if c.nkeys == 0 {
+		if len(c.keys) == 0 {
 			c.keys = append(c.keys, k.key)
 		} else {
 			c.keys = append(c.keys, &k.key)
 		}
-		c.nkeys++
 		c.codes = appendCasCode(c.codes, k.expected.kind, k.write, i == len(group)-1)
 		if k.expected.kind == kindValue {
 			c.args = append(c.args, k.expected.arg())
@@ -260,7 +258,7 @@ func (c *casCall) add(group []casKey) {
 // EVAL) for a pipeline.
 func (c *casCall) command(ctx context.Context, name, script string) *redis.Cmd {
 	clear(c.argv)
-	argv := append(c.argv[:0], name, script, c.nkeys)
+	argv := append(c.argv[:0], name, script, len(c.keys))
 	argv = append(argv, c.keys...)
 	argv = append(argv, string(c.codes))
 	argv = append(argv, c.args...)
