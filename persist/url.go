@@ -130,8 +130,16 @@ func universal(o *redis.Options, addrs []string) *redis.UniversalOptions {
 		ConnMaxIdleTime:       o.ConnMaxIdleTime,
 		ConnMaxLifetime:       o.ConnMaxLifetime,
 		TLSConfig:             o.TLSConfig,
+		WriteBufferSize:       writeBufferSize,
 	}
 }
+
+// writeBufferSize is the write buffer of each connection to the store. A
+// shared-mode round is one script call of tens of kilobytes (a write-behind
+// flush, a pipeline as large): a buffer that holds it whole sends it in one
+// write(2), where go-redis's default (32 KiB) would take several, each a
+// wake-up and a partial read for the store.
+const writeBufferSize = 256 << 10
 
 // Redact returns raw, a backing Redis address as ParseURL reads it, with
 // every password replaced by "xxxxx", for logs.
