@@ -179,11 +179,12 @@ func (b *batcher) groupOps(ops []*sharedOp) []*group {
 	// the value cache, which the round holds (one lookup per op in all).
 	c := b.cache
 	c.round++
+	c.reserve(len(ops))
 	rb := &b.bufs
 	slab := grow(rb.slab, len(ops))[:0]
 	for _, op := range ops {
 		slot := c.slot(op.keys[0])
-		e := &c.entries[slot]
+		e := &c.slots[slot]
 		if e.round == c.round && slab[e.group].keys[0] != op.keys[0] {
 			// Two keys whose hashes collide: the round groups them by
 			// name instead.
@@ -312,7 +313,7 @@ func (b *batcher) decideGroup(g *group, now int64) {
 	for i, k := range g.keys {
 		var sv storeValue
 		if g.slot >= 0 {
-			sv = b.cache.entries[g.slot].val
+			sv = b.cache.slots[g.slot].val
 		} else {
 			sv = b.cache.get(k)
 		}
@@ -457,7 +458,7 @@ func (b *batcher) apply(callGroups [][]*group, replies []casReply, errs []error,
 // cacheGroup remembers the values of g's keys.
 func (b *batcher) cacheGroup(g *group, vals []storeValue) {
 	if g.slot >= 0 {
-		b.cache.entries[g.slot].val = vals[0]
+		b.cache.slots[g.slot].val = vals[0]
 		return
 	}
 	for i, k := range g.keys {

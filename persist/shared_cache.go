@@ -1,125 +1,216 @@
 package persist
 
-import "hash/maphash"
+import (
+	"hash/maphash"
+	"math/bits"
+)
 
 // valueCache is shared mode's value cache: the last value seen of each key
 // in the store, at most max keys (evicted arbitrarily), a key not in it
 // being expected absent. Keys are known by a 64-bit hash of their name
-// only, so that the index holds no strings: were two keys' hashes to
+// only, so that the cache holds no strings: were two keys' hashes to
 // collide, they would share an entry, and the compare-and-set would only
 // find the other key's value there and conflict (a round that sees two
 // names on one entry groups its operations by name instead). Decisions are
 // made on a cached value, and the compare-and-set checks it: a wrong one
-// costs a conflict and a decision again, never a wrong answer. Its entries
-// live in one slab, found by key once a round: a round of single-key
-// operations finds each key's entry while it groups them (slot), and its
-// decisions and replies then reach the entry by its index instead of
-// looking the key up again. An entry that slot gave in the round under way
-// is never evicted before the round ends. Owned by the batcher goroutine.
+// costs a conflict and a decision again, never a wrong answer.
+//
+// The entries live in the table itself (open addressing, linear probing),
+// one cache line each, so that finding a key's value is one miss, not a
+// map's and then an entry's. A round of single-key operations finds each
+// key's entry while it groups them (slot), and its decisions and replies
+// then reach the entry by its index. An entry that slot gave in the round
+// under way is never evicted before the round ends, nor moved: a removal
+// leaves a tombstone, and the table is only rebuilt (grown, or rid of its
+// tombstones) by reserve, before a round hands out entries. Owned by the
+// batcher goroutine.
 type valueCache struct {
-	seed    maphash.Seed
-	index   map[uint64]int32
-	entries []cacheEntry
-	free    []int32 // entries whose key was dropped
-	max     int
-	round   uint64 // the round under way, stamped on the entries it holds
-	hand    int    // where the search for an entry to evict goes on
+	seed  maphash.Seed
+	slots []cacheEntry // a power of two of them
+	live  int          // entries holding a key
+	tombs int          // entries that held one
+	max   int
+	round uint64 // the round under way, stamped on the entries it holds
+	hand  int    // where the search for an entry to evict goes on
+	// hashOf, when set, replaces the key's hash (tests make two keys
+	// collide with it).
+	hashOf func(string) uint64
 }
 
-// cacheEntry is one key's value, and its group in the last round that used
-// it.
+// Entry states, in cacheEntry.hash: a key's hash is never one of them.
+const (
+	entryEmpty = 0
+	entryTomb  = 1
+)
+
+// cacheEntry is one key's value, and its group in the last round that held
+// it: 64 bytes.
 type cacheEntry struct {
-	live  bool   // false: on the free list
-	hash  uint64 // the key's
-	val   storeValue
+	hash  uint64 // the key's; entryEmpty or entryTomb when it holds none
 	round uint64
 	group int32
+	val   storeValue
 }
 
+// minCacheSlots is the smallest table.
+const minCacheSlots = 64
+
 func newValueCache(max int) *valueCache {
-	return &valueCache{seed: maphash.MakeSeed(), index: make(map[uint64]int32), max: max}
+	c := &valueCache{seed: maphash.MakeSeed(), max: max}
+	c.slots = make([]cacheEntry, minCacheSlots)
+	return c
 }
 
 // reset empties the cache.
 func (c *valueCache) reset() {
-	*c = valueCache{seed: c.seed, index: make(map[uint64]int32), max: c.max, round: c.round}
+	clear(c.slots)
+	c.live, c.tombs, c.hand = 0, 0, 0
 }
 
-// hash is key's hash.
-func (c *valueCache) hash(key string) uint64 { return maphash.String(c.seed, key) }
+// hash is key's hash, never entryEmpty or entryTomb.
+func (c *valueCache) hash(key string) uint64 {
+	var h uint64
+	if c.hashOf != nil {
+		h = c.hashOf(key)
+	} else {
+		h = maphash.String(c.seed, key)
+	}
+	if h <= entryTomb {
+		h += 2
+	}
+	return h
+}
+
+// find returns the index of the entry of hash h, or -1.
+func (c *valueCache) find(h uint64) int {
+	mask := len(c.slots) - 1
+	for i := int(h) & mask; ; i = (i + 1) & mask {
+		switch c.slots[i].hash {
+		case h:
+			return i
+		case entryEmpty:
+			return -1
+		}
+	}
+}
 
 // drop forgets key.
-func (c *valueCache) drop(key string) { c.dropHash(c.hash(key)) }
-
-// dropHash forgets the key of hash h.
-func (c *valueCache) dropHash(h uint64) {
-	i, ok := c.index[h]
-	if !ok {
-		return
+func (c *valueCache) drop(key string) {
+	if i := c.find(c.hash(key)); i >= 0 {
+		c.remove(i)
 	}
-	delete(c.index, h)
-	c.entries[i] = cacheEntry{}
-	c.free = append(c.free, i)
+}
+
+// remove turns entry i into a tombstone.
+func (c *valueCache) remove(i int) {
+	c.slots[i] = cacheEntry{hash: entryTomb}
+	c.live--
+	c.tombs++
 }
 
 // get returns key's value; absent when it is not cached.
 func (c *valueCache) get(key string) storeValue {
-	if i, ok := c.index[c.hash(key)]; ok {
-		return c.entries[i].val
+	if i := c.find(c.hash(key)); i >= 0 {
+		return c.slots[i].val
 	}
 	return storeValue{kind: kindAbsent}
 }
 
 // set remembers key's value.
 func (c *valueCache) set(key string, v storeValue) {
-	c.entries[c.slot(key)].val = v
+	c.slots[c.slot(key)].val = v
 }
 
 // slot returns key's entry, made (absent) if the key is not cached, held
-// until the round ends.
+// until the round ends. Between two calls of reserve(n), at most n new
+// keys may be given entries while entries are held: the table is not
+// rebuilt then.
 func (c *valueCache) slot(key string) int32 {
 	h := c.hash(key)
-	i, ok := c.index[h]
-	if !ok {
-		i = c.insert(h)
+	mask := len(c.slots) - 1
+	free := -1
+	for i := int(h) & mask; ; i = (i + 1) & mask {
+		e := &c.slots[i]
+		switch e.hash {
+		case h:
+			return int32(i)
+		case entryTomb:
+			if free < 0 {
+				free = i
+			}
+			continue
+		case entryEmpty:
+			if free < 0 {
+				free = i
+			}
+		default:
+			continue
+		}
+		break
 	}
-	return i
+	for c.live >= c.max && c.evict() {
+	}
+	if c.slots[free].hash == entryTomb {
+		c.tombs--
+	}
+	c.slots[free] = cacheEntry{hash: h, val: storeValue{kind: kindAbsent}}
+	c.live++
+	if (c.live+c.tombs)*4 > len(c.slots)*3 {
+		// Past what reserve made room for: no entry is held (reserve
+		// was not called), so the table may be rebuilt.
+		c.rebuild(c.live)
+		return int32(c.find(h))
+	}
+	return int32(free)
 }
 
-// insert makes an entry for key, absent, evicting other keys' while the
-// cache is full (keys that the round under way does not hold: when every
-// entry is held, the cache grows past max, and shrinks back as keys are
-// inserted after the round).
-func (c *valueCache) insert(h uint64) int32 {
-	for len(c.index) >= c.max && c.evict() {
+// reserve makes room for n new keys without rebuilding the table, which it
+// may rebuild now: no entry may be held when it is called.
+func (c *valueCache) reserve(n int) {
+	if (c.live+c.tombs+n)*4 > len(c.slots)*3 {
+		c.rebuild(c.live + n)
 	}
-	var i int32
-	if n := len(c.free); n > 0 {
-		i = c.free[n-1]
-		c.free = c.free[:n-1]
-	} else {
-		i = int32(len(c.entries))
-		c.entries = append(c.entries, cacheEntry{})
+}
+
+// rebuild rehashes the live entries into a table that holds n keys at
+// most half full (a tombstone-free one of the same size if that is
+// enough).
+func (c *valueCache) rebuild(n int) {
+	size := max(minCacheSlots, 1<<bits.Len(uint(2*n-1)))
+	old := c.slots
+	if size < len(old) {
+		size = len(old)
 	}
-	c.entries[i] = cacheEntry{live: true, hash: h, val: storeValue{kind: kindAbsent}}
-	c.index[h] = i
-	return i
+	c.slots = make([]cacheEntry, size)
+	c.tombs, c.hand = 0, 0
+	mask := size - 1
+	for i := range old {
+		e := &old[i]
+		if e.hash <= entryTomb {
+			continue
+		}
+		j := int(e.hash) & mask
+		for c.slots[j].hash != entryEmpty {
+			j = (j + 1) & mask
+		}
+		c.slots[j] = *e
+	}
 }
 
 // evict drops one key that the round under way does not hold, and reports
 // whether there was one.
 func (c *valueCache) evict() bool {
-	for range len(c.entries) {
-		if c.hand >= len(c.entries) {
+	for range len(c.slots) {
+		if c.hand >= len(c.slots) {
 			c.hand = 0
 		}
 		i := c.hand
 		c.hand++
-		e := &c.entries[i]
-		if !e.live || e.round == c.round && c.round != 0 {
+		e := &c.slots[i]
+		if e.hash <= entryTomb || e.round == c.round && c.round != 0 {
 			continue
 		}
-		c.dropHash(e.hash)
+		c.remove(i)
 		return true
 	}
 	return false

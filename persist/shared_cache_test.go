@@ -2,66 +2,118 @@ package persist
 
 import (
 	"fmt"
+	"hash/maphash"
 	"testing"
+	"unsafe"
 )
 
 // TestValueCache checks the value cache's bound, that the round under way
-// keeps the entries it holds, and that dropped entries are reused.
+// keeps the entries it holds where they are, that removed entries are
+// reused, and that a rebuilt table keeps every key.
 func TestValueCache(t *testing.T) {
+	if n := unsafe.Sizeof(cacheEntry{}); n != 64 {
+		t.Errorf("an entry takes %d bytes: the point is one cache line", n)
+	}
 	c := newValueCache(4)
 	val := func(i int) storeValue { return storeValue{kind: kindValue, val: fmt.Sprint(i), expireAtMs: maxExpire} }
+	cached := func(prefix string, n int) (keys []string) {
+		for i := range n {
+			k := fmt.Sprint(prefix, i)
+			if v := c.get(k); v.kind != kindAbsent {
+				if v != val(i) {
+					t.Fatalf("%s holds %+v, want %+v", k, v, val(i))
+				}
+				keys = append(keys, k)
+			}
+		}
+		return keys
+	}
 	for i := range 10 {
 		c.set(fmt.Sprint("k", i), val(i))
-		if len(c.index) > 4 {
-			t.Fatalf("%d keys cached, max 4", len(c.index))
+		if c.live > 4 {
+			t.Fatalf("%d keys cached, max 4", c.live)
 		}
 	}
-	for i := 6; i < 10; i++ {
-		k := fmt.Sprint("k", i)
-		if e := c.entries[c.index[c.hash(k)]]; e.hash != c.hash(k) || c.get(k) != val(i) {
-			t.Fatalf("entry %+v for %q", e, k)
-		}
+	if got := cached("k", 10); len(got) != 4 || got[3] != "k9" {
+		t.Fatalf("cached %v, want 4 keys, k9 among them", got)
 	}
-	if got := c.get("k0"); got.kind != kindAbsent {
-		t.Fatalf("evicted k0 = %+v, want absent", got)
-	}
-	// A round holding 6 keys keeps them all, past the bound.
+	// A round holding 6 keys keeps them all, past the bound, in the
+	// entries it was given.
 	c.round++
+	c.reserve(6)
 	var slots []int32
 	for i := range 6 {
 		s := c.slot(fmt.Sprint("r", i))
-		c.entries[s].round = c.round
-		c.entries[s].val = val(i)
+		c.slots[s].round = c.round
+		c.slots[s].val = val(i)
 		slots = append(slots, s)
 	}
 	for i, s := range slots {
-		if e := c.entries[s]; e.hash != c.hash(fmt.Sprint("r", i)) || e.val != val(i) {
+		if e := c.slots[s]; e.hash != c.hash(fmt.Sprint("r", i)) || e.val != val(i) {
 			t.Fatalf("held slot %d is %+v", s, e)
 		}
 	}
 	// After the round, an insert brings it back within the bound,
-	// reusing the entries freed.
+	// reusing a removed entry.
 	c.round++
 	c.drop("r0")
 	if c.get("r0").kind != kindAbsent {
 		t.Fatal("r0 still cached after drop")
 	}
-	n := len(c.entries)
+	tombs := c.tombs
 	c.slot("new")
-	if len(c.entries) != n {
-		t.Fatalf("the slab grew to %d entries with free ones", len(c.entries))
+	if c.live > 4 {
+		t.Fatalf("%d keys cached after the round, max 4", c.live)
 	}
-	if len(c.index) > 4 {
-		t.Fatalf("%d keys cached after the round, max 4", len(c.index))
+	if c.tombs >= tombs+c.live {
+		t.Fatalf("tombstones %d then %d: none reused", tombs, c.tombs)
 	}
-	for h, i := range c.index {
-		if !c.entries[i].live || c.entries[i].hash != h {
-			t.Fatalf("index %x -> %+v", h, c.entries[i])
+	// A large cache grows and rebuilds; every key stays found, and a
+	// rebuild leaves no tombstone.
+	c = newValueCache(5000)
+	for i := range 5000 {
+		c.set(fmt.Sprint("g", i), val(i))
+	}
+	for i := 0; i < 5000; i += 2 {
+		c.drop(fmt.Sprint("g", i))
+	}
+	if got := cached("g", 5000); len(got) != 2500 || c.live != 2500 {
+		t.Fatalf("%d keys found, %d live, want 2500", len(got), c.live)
+	}
+	c.reserve(len(c.slots))
+	if c.tombs != 0 || len(cached("g", 5000)) != 2500 {
+		t.Fatalf("after a rebuild: %d tombstones, %d keys", c.tombs, len(cached("g", 5000)))
+	}
+	for i := range c.slots {
+		if h := c.slots[i].hash; h == entryTomb {
+			t.Fatalf("entry %d is a tombstone after a rebuild", i)
 		}
 	}
 	c.reset()
-	if len(c.index) != 0 || c.get("new").kind != kindAbsent {
+	if c.live != 0 || c.get("g1").kind != kindAbsent {
 		t.Fatal("reset kept keys")
+	}
+}
+
+// TestValueCacheHeldNotMoved: between reserve(n) and the end of a round,
+// n new keys never move an entry the round holds, even where the table
+// would otherwise have been rebuilt.
+func TestValueCacheHeldNotMoved(t *testing.T) {
+	c := newValueCache(1 << 20)
+	c.round++
+	c.reserve(1000)
+	held := make([]int32, 1000)
+	for i := range held {
+		held[i] = c.slot(fmt.Sprint("h", i))
+		c.slots[held[i]].round = c.round
+	}
+	for i, s := range held {
+		if c.slots[s].hash != c.hash(fmt.Sprint("h", i)) {
+			t.Fatalf("key %d's entry %d moved", i, s)
+		}
+	}
+	if n := len(c.slots); n < 1000*4/3 {
+		t.Fatalf("%d entries for 1000 keys", n)
 	}
 }
 
@@ -70,7 +122,12 @@ func TestValueCache(t *testing.T) {
 func TestSharedHashCollision(t *testing.T) {
 	m, s, _ := newSharedMini(t, SharedOptions{})
 	c := s.b.cache
-	c.index[c.hash("b")] = c.slot("a") // "b" finds "a"'s entry
+	c.hashOf = func(k string) uint64 { // "b" finds "a"'s entry
+		if k == "b" {
+			k = "a"
+		}
+		return maphash.String(c.seed, k)
+	}
 	var as, bs []<-chan answer
 	for range 3 {
 		as = append(as, throttleAsync(s, "a", clQuota, 1))

@@ -163,34 +163,41 @@ return out
 // casScript is casSource with its SHA1, for EVALSHA.
 var casScript = redis.NewScript(casSource)
 
-// Kinds of a key's value, as the script names them.
+// valueKind is the kind of a key's value, as the script names it.
+type valueKind byte
+
+// Kinds of a key's value.
 const (
-	kindAbsent  = "a"
-	kindValue   = "v"
-	kindForeign = "t" // a key of another Redis type
+	kindAbsent  valueKind = 'a'
+	kindValue   valueKind = 'v'
+	kindForeign valueKind = 't' // a key of another Redis type
 )
 
-// Writes, as the script names them.
+// casWrite is what a compare-and-set writes to a key, as the script names
+// it.
+type casWrite byte
+
+// Writes.
 const (
-	writeKeep = "k"
-	writeSet  = "s"
-	writeDel  = "d"
+	writeKeep casWrite = 'k'
+	writeSet  casWrite = 's'
+	writeDel  casWrite = 'd'
 )
 
 // storeValue is a key's value in the store: absent, a string, or a key of
 // another type.
 type storeValue struct {
-	kind string
-	val  string
+	val string
 	// tat, when num, is the value instead of val: a CL key's TAT that this
 	// instance wrote, whose value is its decimal (as strconv.FormatUint),
 	// kept as a number so that no string is made per decision and the
 	// script's argument is written from it.
 	tat uint64
-	num bool
 	// expireAtMs is when the key expires (PXAT); for a value read back,
 	// from the PTTL and the store's TIME; maxExpire when it has none.
 	expireAtMs int64
+	kind       valueKind
+	num        bool
 }
 
 // maxExpire is the expiry of a key that has none.
@@ -200,7 +207,7 @@ const maxExpire = 1<<63 - 1
 type casKey struct {
 	key      string // with the prefix
 	expected storeValue
-	write    string
+	write    casWrite
 	newVal   storeValue
 }
 
@@ -279,18 +286,22 @@ func (v *storeValue) arg() any {
 
 // appendCasCode appends a key's code in the script's ARGV[1]: the kind
 // expected, upper case for the last key of its group, and the write.
-func appendCasCode(codes []byte, kind, write string, last bool) []byte {
-	if len(kind) != 1 || !strings.Contains("avt", kind) {
-		panic("persist: bad expected kind " + kind)
+func appendCasCode(codes []byte, kind valueKind, write casWrite, last bool) []byte {
+	switch kind {
+	case kindAbsent, kindValue, kindForeign:
+	default:
+		panic(fmt.Sprintf("persist: bad expected kind %q", kind))
 	}
-	if len(write) != 1 || !strings.Contains("ksd", write) {
-		panic("persist: bad write " + write)
+	switch write {
+	case writeKeep, writeSet, writeDel:
+	default:
+		panic(fmt.Sprintf("persist: bad write %q", write))
 	}
-	k := kind[0]
+	k := byte(kind)
 	if last {
 		k -= 'a' - 'A'
 	}
-	return append(codes, k, write[0])
+	return append(codes, k, byte(write))
 }
 
 // casReply is a script's reply: the store's time and, for each group, nil
@@ -363,11 +374,15 @@ func parseCAS(v any, groups []int) (casReply, error) {
 		}
 		cur := make([]storeValue, n)
 		for j := range cur {
-			kind, _ := x[3*j].(string)
+			name, _ := x[3*j].(string)
 			val, _ := x[3*j+1].(string)
 			pttl, err := replyInt(x[3*j+2])
 			if err != nil {
 				return r, fmt.Errorf("cas script: PTTL: %w", err)
+			}
+			kind := kindOf(name)
+			if kind == 0 {
+				return r, fmt.Errorf("cas script: group %d: kind %q", g, name)
 			}
 			cur[j] = storeValue{kind: kind, val: val, expireAtMs: maxExpire}
 			if pttl >= 0 {
@@ -380,6 +395,17 @@ func parseCAS(v any, groups []int) (casReply, error) {
 		r.current[g] = cur
 	}
 	return r, nil
+}
+
+// kindOf is the kind the script names name, 0 for none.
+func kindOf(name string) valueKind {
+	if len(name) == 1 {
+		switch k := valueKind(name[0]); k {
+		case kindAbsent, kindValue, kindForeign:
+			return k
+		}
+	}
+	return 0
 }
 
 // replyInt reads an integer that Redis may give as an integer or a string

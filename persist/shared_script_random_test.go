@@ -30,7 +30,7 @@ func TestCASScriptRandom(t *testing.T) {
 }
 
 type casActual struct {
-	kind string // a, v, t
+	kind valueKind
 	val  string
 	exp  int64 // PXAT of a value set by the script; 0 for the initial
 }
@@ -70,7 +70,7 @@ func casRandom(t *testing.T, c *redis.Client) {
 				actual[key] = a
 				ck := casKey{key: key}
 				// expected: usually what is there
-				ek := []string{kindAbsent, kindValue, kindForeign}[rng.IntN(3)]
+				ek := []valueKind{kindAbsent, kindValue, kindForeign}[rng.IntN(3)]
 				if rng.IntN(2) == 0 {
 					ek = a.kind
 				}
@@ -85,7 +85,7 @@ func casRandom(t *testing.T, c *redis.Client) {
 						ck.expected = storeValue{kind: kindValue, tat: uint64(rng.IntN(2)), num: true}
 					}
 				}
-				ck.write = []string{writeKeep, writeSet, writeDel}[rng.IntN(3)]
+				ck.write = []casWrite{writeKeep, writeSet, writeDel}[rng.IntN(3)]
 				if ck.write == writeSet {
 					ck.newVal = storeValue{kind: kindValue, val: fmt.Sprintf("n%d", nk), expireAtMs: exp + int64(nk)}
 				}
