@@ -37,6 +37,7 @@ type group struct {
 // it from one round to the next, unless a round ended without its reply:
 // its calls, which point into cas, may still be being sent.
 type roundBufs struct {
+	hashes     []uint64 // the ops' keys' hashes
 	slab       []group
 	groups     []*group
 	cas        []casKey
@@ -177,13 +178,22 @@ func (b *batcher) groupOps(ops []*sharedOp) []*group {
 	}
 	// Every op has one key: a group per key, found by the key's entry in
 	// the value cache, which the round holds (one lookup per op in all).
+	// The entries are read once first, all of them, their misses
+	// overlapping.
 	c := b.cache
 	c.round++
 	c.reserve(len(ops))
 	rb := &b.bufs
+	hashes := grow(rb.hashes, len(ops))
+	var touched uint64
+	for i, op := range ops {
+		hashes[i] = c.hash(op.keys[0])
+		touched += c.touch(hashes[i])
+	}
+	rb.hashes, b.touched = hashes, touched
 	slab := grow(rb.slab, len(ops))[:0]
-	for _, op := range ops {
-		slot := c.slot(op.keys[0])
+	for i, op := range ops {
+		slot := c.slotOf(hashes[i])
 		e := &c.slots[slot]
 		if e.round == c.round && slab[e.group].keys[0] != op.keys[0] {
 			// Two keys whose hashes collide: the round groups them by

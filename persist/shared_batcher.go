@@ -30,6 +30,9 @@ type batcher struct {
 	// admitted are the keys of a round's admissions, whose remembered
 	// refusals the round drops at its end.
 	admitted []string
+	// touched keeps what groupOps's first reading of the entries gives,
+	// so that the reads are not optimized away.
+	touched uint64
 }
 
 func newBatcher(s *Shared, cacheKeys int) *batcher {

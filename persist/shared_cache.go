@@ -125,8 +125,10 @@ func (c *valueCache) set(key string, v storeValue) {
 // until the round ends. Between two calls of reserve(n), at most n new
 // keys may be given entries while entries are held: the table is not
 // rebuilt then.
-func (c *valueCache) slot(key string) int32 {
-	h := c.hash(key)
+func (c *valueCache) slot(key string) int32 { return c.slotOf(c.hash(key)) }
+
+// slotOf is slot for the key of hash h (as hash gives it).
+func (c *valueCache) slotOf(h uint64) int32 {
 	mask := len(c.slots) - 1
 	free := -1
 	for i := int(h) & mask; ; i = (i + 1) & mask {
@@ -162,6 +164,14 @@ func (c *valueCache) slot(key string) int32 {
 		return int32(c.find(h))
 	}
 	return int32(free)
+}
+
+// touch reads the entry where the key of hash h is looked for first, and
+// returns its hash: a round reads all its keys' entries this way before it
+// looks them up, so that their cache misses overlap instead of coming one
+// after the other.
+func (c *valueCache) touch(h uint64) uint64 {
+	return c.slots[int(h)&(len(c.slots)-1)].hash
 }
 
 // reserve makes room for n new keys without rebuilding the table, which it
