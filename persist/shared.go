@@ -115,7 +115,7 @@ type sharedOp struct {
 	d        engine.Decision
 	err      error
 	at       int64         // the time decided at
-	state    engine.Record // the key's state after a single-key decision
+	state    engine.Record // the key's state after a single-key refusal
 	answered bool
 }
 

@@ -340,19 +340,18 @@ func (b *batcher) decideGroup(g *group, now int64) {
 	for _, op := range g.ops {
 		op.err, op.d = nil, engine.Decision{}
 		if len(op.keys) == 1 {
-			// No slice to build: the op decides on its key's record.
+			// No slice to build: the op decides on its key's record, in
+			// place.
 			i := keyAt(g.keys, index, op.keys[0])
-			// The record keeps the store's key: Decide names keys by
-			// the rules.
-			recs := [1]engine.Record{states[i]}
-			op.at = max(now, newestTime(&recs[0]))
+			op.at = max(now, newestTime(&states[i]))
 			if foreign[i] {
 				op.err = engine.ErrWrongType
 				continue
 			}
-			op.d, op.err = engine.Decide(op.at, op.op, op.rules, recs[:], op.quantity)
-			op.state = recs[0]
-			states[i] = recs[0]
+			op.d, op.err = engine.Decide(op.at, op.op, op.rules, states[i:i+1], op.quantity)
+			if op.err == nil && op.d.Limited {
+				op.state = states[i] // what the deny cache remembers
+			}
 			continue
 		}
 		recs := make([]engine.Record, len(op.keys))
