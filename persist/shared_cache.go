@@ -129,26 +129,23 @@ func (c *valueCache) slot(key string) int32 { return c.slotOf(c.hash(key)) }
 
 // slotOf is slot for the key of hash h (as hash gives it).
 func (c *valueCache) slotOf(h uint64) int32 {
+	// Find the key, noting the first entry free for it on the way: a
+	// tombstone, or the empty entry that ends the search.
 	mask := len(c.slots) - 1
 	free := -1
-	for i := int(h) & mask; ; i = (i + 1) & mask {
-		e := &c.slots[i]
-		switch e.hash {
+	i := int(h) & mask
+	for ; c.slots[i].hash != entryEmpty; i = (i + 1) & mask {
+		switch c.slots[i].hash {
 		case h:
 			return int32(i)
 		case entryTomb:
 			if free < 0 {
 				free = i
 			}
-			continue
-		case entryEmpty:
-			if free < 0 {
-				free = i
-			}
-		default:
-			continue
 		}
-		break
+	}
+	if free < 0 {
+		free = i
 	}
 	for c.live >= c.max && c.evict() {
 	}
@@ -186,7 +183,7 @@ func (c *valueCache) reserve(n int) {
 // most half full (a tombstone-free one of the same size if that is
 // enough).
 func (c *valueCache) rebuild(n int) {
-	size := max(minCacheSlots, 1<<bits.Len(uint(2*n-1)))
+	size := max(minCacheSlots, 1<<bits.Len(uint(2*max(n, 1)-1)))
 	old := c.slots
 	if size < len(old) {
 		size = len(old)
