@@ -1,0 +1,149 @@
+//go:build measure && linux
+
+package persist
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cellserver/cellserver/internal/procstat"
+	"github.com/cellserver/cellserver/persist/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+// TestStoreCostPerKey measures what shared mode's compare-and-set script
+// costs the store, in redis-server's CPU per key (utime + stime from
+// /proc), with nothing else running against it: calls of 370 keys (about
+// what a round carries at -P 16 in the bench) drawn at random from 100,000
+// CL keys, each expected to hold the value the call names. It alternates
+// three shapes, eight blocks of 700 calls each, and logs their medians:
+//
+//   - set: the value is as expected and a new one is written with its
+//     expiry (an admission, the common case);
+//   - keep: the value is checked and nothing written (a refusal);
+//   - new: the key is expected absent and is created (SET NX).
+//
+// It logs and asserts nothing about time:
+//
+//	go test -tags measure -count=1 -v -run TestStoreCostPerKey ./persist/
+func TestStoreCostPerKey(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	ctx := context.Background()
+	pid := storePID(t, c)
+	const nkeys, perCall, calls, blocks = 100_000, 370, 700, 8
+	keys := make([]string, nkeys)
+	vals := make([]uint64, nkeys)
+	exp := time.Now().Add(time.Hour).UnixMilli()
+	pipe := c.Pipeline()
+	for i := range keys {
+		keys[i] = fmt.Sprintf("bench:shared:shcl:%d", i)
+		vals[i] = uint64(time.Now().UnixNano())
+		pipe.Set(ctx, keys[i], strconv.FormatUint(vals[i], 10), 0)
+		pipe.PExpireAt(ctx, keys[i], time.UnixMilli(exp))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	shapes := []string{"set", "keep", "new"}
+	perKey := map[string][]float64{}
+	cas := make([]casKey, perCall)
+	call := &casCall{}
+	fresh := 0
+	for range blocks {
+		for _, shape := range shapes {
+			cpu0 := storeCPU(t, pid)
+			for range calls {
+				call.reset()
+				picked := rng.Perm(nkeys)[:perCall]
+				for j, k := range picked {
+					cur := storeValue{kind: kindValue, num: true, tat: vals[k]}
+					next := storeValue{kind: kindValue, num: true, tat: vals[k] + 1000, expireAtMs: exp}
+					switch shape {
+					case "set":
+						cas[j] = casKey{key: keys[k], expected: cur, write: writeSet, newVal: next}
+					case "keep":
+						cas[j] = casKey{key: keys[k], expected: cur, write: writeKeep}
+					case "new":
+						fresh++
+						cas[j] = casKey{key: fmt.Sprintf("bench:shared:new:%d", fresh), expected: storeValue{kind: kindAbsent}, write: writeSet, newVal: next}
+					}
+					call.add(cas[j : j+1])
+				}
+				runStoreCall(t, c, call)
+				if shape == "set" {
+					for _, k := range picked {
+						vals[k] += 1000
+					}
+				}
+			}
+			perKey[shape] = append(perKey[shape], (storeCPU(t, pid)-cpu0).Seconds()*1e6/(perCall*calls))
+		}
+	}
+	for _, shape := range shapes {
+		s := slices.Clone(perKey[shape])
+		slices.Sort(s)
+		t.Logf("%-4s median %.2f µs of store CPU a key (blocks: %.2f)", shape, s[len(s)/2], perKey[shape])
+	}
+}
+
+// runStoreCall sends one script call and fails the test unless every
+// group was written.
+func runStoreCall(t *testing.T, c *redis.Client, call *casCall) {
+	t.Helper()
+	ctx := context.Background()
+	cmd := call.command(ctx, "evalsha", casScript.Hash())
+	if err := c.Process(ctx, cmd); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		cmd = call.command(ctx, "eval", casSource)
+		_ = c.Process(ctx, cmd)
+	}
+	if err := cmd.Err(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := parseCAS(cmd.Val(), call.groups)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for g, cur := range r.current {
+		if cur != nil {
+			t.Fatalf("group %d conflicted: %+v", g+1, cur)
+		}
+	}
+}
+
+// storePID is the redis-server's process id, from INFO.
+func storePID(t *testing.T, c *redis.Client) int {
+	t.Helper()
+	info, err := c.Info(context.Background(), "server").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.SplitSeq(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
+			pid, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return pid
+		}
+	}
+	t.Fatal("INFO server has no process_id")
+	return 0
+}
+
+// storeCPU is the CPU time the store has used (procstat.CPU).
+func storeCPU(t *testing.T, pid int) time.Duration {
+	t.Helper()
+	d, err := procstat.CPU(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
