@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"strconv"
 
 	"github.com/cellserver/cellserver/engine"
 )
@@ -58,6 +59,22 @@ func encodeState(buf []byte, rec *engine.Record) ([]byte, bool) {
 		return buf, true
 	}
 	return buf, false
+}
+
+// parseValue reads a stored value into rec's family and state: a state in
+// cellserver's own format (decodeState), or redis-cell's decimal TAT, a CL
+// key. It reports false for anything else (another application's value, a
+// malformed state); rec is then not to be used.
+func parseValue(val string, rec *engine.Record) bool {
+	if len(val) > 0 && val[0] == formatVersion {
+		return decodeState(val, rec) == nil
+	}
+	tat, err := strconv.ParseUint(val, 10, 64)
+	if err != nil {
+		return false
+	}
+	rec.Family, rec.TAT = engine.FamilyCL, tat
+	return true
 }
 
 // decodeState reads a value in cellserver's own format (its first byte is

@@ -366,3 +366,24 @@ func throttleOne(e *engine.Engine, r engine.Rule, qty int64) (engine.Decision, e
 	}
 	return e.ThrottleAll(nil, []engine.Rule{r}, qty)
 }
+
+// TestParseValue: a stored value reads as cellserver's format when it
+// starts with the version byte, as redis-cell's decimal TAT otherwise, and
+// as neither (another application's value) when it is not one of them.
+func TestParseValue(t *testing.T) {
+	fw := engine.Record{Family: engine.FamilyFW, Start: 1_795_336_190_000_000_000, Cur: 3}
+	var rec engine.Record
+	if !parseValue("1795336190123456789", &rec) || rec.Family != engine.FamilyCL || rec.TAT != 1795336190123456789 {
+		t.Errorf("a TAT read as %+v", rec)
+	}
+	rec = engine.Record{}
+	if !parseValue(encode(t, fw), &rec) || !reflect.DeepEqual(rec, fw) {
+		t.Errorf("an FW state read as %+v, want %+v", rec, fw)
+	}
+	for _, v := range []string{"", "abc", "-5", "12 ", "99999999999999999999", "\x01fw:", "\x02fw:\x00\x01", encode(t, fw) + "x"} {
+		rec = engine.Record{}
+		if parseValue(v, &rec) {
+			t.Errorf("parseValue(%q) = true (%+v), want false", v, rec)
+		}
+	}
+}

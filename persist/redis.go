@@ -3,7 +3,6 @@ package persist
 import (
 	"context"
 	"errors"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -171,16 +170,8 @@ func (r *Redis) record(key string, get *redis.StringCmd, pttl *redis.DurationCmd
 	if err != nil {
 		return rec, false, readError(err)
 	}
-	if len(val) > 0 && val[0] == formatVersion {
-		if decodeState(val, &rec) != nil {
-			return engine.Record{}, false, errSkip
-		}
-	} else {
-		tat, err := strconv.ParseUint(val, 10, 64)
-		if err != nil {
-			return rec, false, errSkip
-		}
-		rec.Family, rec.TAT = engine.FamilyCL, tat
+	if !parseValue(val, &rec) {
+		return engine.Record{}, false, errSkip
 	}
 	// go-redis gives PTTL's -2 and -1 as those many nanoseconds.
 	switch {

@@ -22,16 +22,8 @@ func decodeValue(sv storeValue, key string, nowMs int64) (engine.Record, bool) {
 	}
 	if sv.num {
 		rec.Family, rec.TAT = engine.FamilyCL, sv.tat
-	} else if len(sv.val) > 0 && sv.val[0] == formatVersion {
-		if decodeState(sv.val, &rec) != nil {
-			return engine.Record{Key: key}, false
-		}
-	} else {
-		tat, err := strconv.ParseUint(sv.val, 10, 64)
-		if err != nil {
-			return rec, false
-		}
-		rec.Family, rec.TAT = engine.FamilyCL, tat
+	} else if !parseValue(sv.val, &rec) {
+		return engine.Record{Key: key}, false
 	}
 	rec.ExpireAtMs = sv.expireAtMs
 	switch {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -57,15 +56,9 @@ func (k *StoreKeys) Get(ctx context.Context, key string) (v engine.Value, ok boo
 	case err != nil:
 		return v, false, err
 	}
-	if len(val) > 0 && val[0] == formatVersion {
-		var rec engine.Record
-		if decodeState(val, &rec) == nil {
-			v.Family = rec.Family
-		}
-		return v, true, nil
-	}
-	if tat, err := strconv.ParseUint(val, 10, 64); err == nil {
-		v.Family, v.TAT = engine.FamilyCL, tat
+	var rec engine.Record
+	if parseValue(val, &rec) {
+		v.Family, v.TAT = rec.Family, rec.TAT
 	}
 	return v, true, nil
 }

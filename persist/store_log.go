@@ -3,7 +3,6 @@ package persist
 import (
 	"context"
 	"errors"
-	"strconv"
 
 	"github.com/cellserver/cellserver/engine"
 	"github.com/redis/go-redis/v9"
@@ -23,14 +22,8 @@ func (k *StoreKeys) Record(ctx context.Context, key string) (rec engine.Record, 
 		return rec, false, err
 	}
 	rec.Key = key
-	if len(val) > 0 && val[0] == formatVersion {
-		if decodeState(val, &rec) != nil {
-			rec = engine.Record{Key: key}
-		}
-		return rec, true, nil
-	}
-	if _, err := strconv.ParseUint(val, 10, 64); err == nil {
-		rec.Family = engine.FamilyCL
+	if !parseValue(val, &rec) {
+		rec = engine.Record{Key: key}
 	}
 	return rec, true, nil
 }
