@@ -25,9 +25,9 @@ type Store interface {
 
 	Get(ctx context.Context, key string) (engine.Value, bool, error)
 	PTTL(ctx context.Context, key string) (int64, error)
-	// Record returns key's state, for SW.LOG: an SW key's requests, or
-	// only the family of another key (FamilyNone for another
-	// application's value).
+	// Record returns key's state as stored, for SW.LOG, which lists an SW
+	// key's requests and looks only at another key's family (FamilyNone
+	// for another application's value).
 	Record(ctx context.Context, key string) (engine.Record, bool, error)
 	Exists(ctx context.Context, keys []string) (int64, error)
 	Delete(ctx context.Context, keys []string) (int64, error)

@@ -8,9 +8,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Record returns key's state in the store, for SW.LOG: an SW key's
-// requests, or only the family of another key (FamilyNone for a value
-// that is not a limit's state, another application's key).
+// Record returns key's state in the store, for SW.LOG, which lists an SW
+// key's requests and looks only at another key's family (FamilyNone for a
+// value that is not a limit's state, another application's key).
 func (k *StoreKeys) Record(ctx context.Context, key string) (rec engine.Record, ok bool, err error) {
 	val, err := k.client.Get(ctx, k.prefix+key).Result()
 	switch {
