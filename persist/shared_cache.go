@@ -185,9 +185,7 @@ func (c *valueCache) reserve(n int) {
 func (c *valueCache) rebuild(n int) {
 	size := max(minCacheSlots, 1<<bits.Len(uint(2*max(n, 1)-1)))
 	old := c.slots
-	if size < len(old) {
-		size = len(old)
-	}
+	size = max(size, len(old))
 	c.slots = make([]cacheEntry, size)
 	c.tombs, c.hand = 0, 0
 	mask := size - 1

@@ -173,6 +173,9 @@ const (
 	kindForeign valueKind = 't' // a key of another Redis type
 )
 
+// valid reports whether k is one of the kinds.
+func (k valueKind) valid() bool { return k == kindAbsent || k == kindValue || k == kindForeign }
+
 // casWrite is what a compare-and-set writes to a key, as the script names
 // it.
 type casWrite byte
@@ -183,6 +186,9 @@ const (
 	writeSet  casWrite = 's'
 	writeDel  casWrite = 'd'
 )
+
+// valid reports whether w is one of the writes.
+func (w casWrite) valid() bool { return w == writeKeep || w == writeSet || w == writeDel }
 
 // storeValue is a key's value in the store: absent, a string, or a key of
 // another type.
@@ -287,14 +293,10 @@ func (v *storeValue) arg() any {
 // appendCasCode appends a key's code in the script's ARGV[1]: the kind
 // expected, upper case for the last key of its group, and the write.
 func appendCasCode(codes []byte, kind valueKind, write casWrite, last bool) []byte {
-	switch kind {
-	case kindAbsent, kindValue, kindForeign:
-	default:
+	if !kind.valid() {
 		panic(fmt.Sprintf("persist: bad expected kind %q", kind))
 	}
-	switch write {
-	case writeKeep, writeSet, writeDel:
-	default:
+	if !write.valid() {
 		panic(fmt.Sprintf("persist: bad write %q", write))
 	}
 	k := byte(kind)
@@ -399,11 +401,8 @@ func parseCAS(v any, groups []int) (casReply, error) {
 
 // kindOf is the kind the script names name, 0 for none.
 func kindOf(name string) valueKind {
-	if len(name) == 1 {
-		switch k := valueKind(name[0]); k {
-		case kindAbsent, kindValue, kindForeign:
-			return k
-		}
+	if len(name) == 1 && valueKind(name[0]).valid() {
+		return valueKind(name[0])
 	}
 	return 0
 }
