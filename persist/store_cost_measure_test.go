@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -36,7 +35,7 @@ func TestStoreCostPerKey(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	ctx := context.Background()
-	pid := storePID(t, c)
+	pid := srv.PID()
 	const nkeys, perCall, calls, blocks = 100_000, 370, 700, 8
 	keys := make([]string, nkeys)
 	vals := make([]uint64, nkeys)
@@ -94,48 +93,19 @@ func TestStoreCostPerKey(t *testing.T) {
 	}
 }
 
-// runStoreCall sends one script call and fails the test unless every
-// group was written.
+// runStoreCall sends one script call (runCAS) and fails the test unless
+// every group was written.
 func runStoreCall(t *testing.T, c *redis.Client, call *casCall) {
 	t.Helper()
-	ctx := context.Background()
-	cmd := call.command(ctx, "evalsha", casScript.Hash())
-	if err := c.Process(ctx, cmd); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		cmd = call.command(ctx, "eval", casSource)
-		_ = c.Process(ctx, cmd)
+	replies, errs := runCAS(context.Background(), c, []*casCall{call})
+	if errs[0] != nil {
+		t.Fatal(errs[0])
 	}
-	if err := cmd.Err(); err != nil {
-		t.Fatal(err)
-	}
-	r, err := parseCAS(cmd.Val(), call.groups)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for g, cur := range r.current {
+	for g, cur := range replies[0].current {
 		if cur != nil {
 			t.Fatalf("group %d conflicted: %+v", g+1, cur)
 		}
 	}
-}
-
-// storePID is the redis-server's process id, from INFO.
-func storePID(t *testing.T, c *redis.Client) int {
-	t.Helper()
-	info, err := c.Info(context.Background(), "server").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for line := range strings.SplitSeq(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
-			pid, err := strconv.Atoi(v)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return pid
-		}
-	}
-	t.Fatal("INFO server has no process_id")
-	return 0
 }
 
 // storeCPU is the CPU time the store has used (procstat.CPU).

@@ -122,6 +122,16 @@ func (s *Server) signal(sig syscall.Signal) {
 	}
 }
 
+// PID is the running redis-server's process id, 0 while killed.
+func (s *Server) PID() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc == nil {
+		return 0
+	}
+	return s.proc.cmd.Process.Pid
+}
+
 // Restart starts a new, empty redis-server on the same port after Kill.
 func (s *Server) Restart() {
 	s.t.Helper()
