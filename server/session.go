@@ -417,7 +417,7 @@ func (s *session) complete(p *pausedReply, r commands.Reply) {
 		s.mu.Unlock()
 		return
 	}
-	if p.reply != nil {
+	if p.reply != nil || !p.held {
 		s.mu.Unlock()
 		panic("server: a paused command completed twice")
 	}

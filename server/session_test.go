@@ -420,19 +420,52 @@ func (pausingEchoSession) Dispatch(w commands.Writer, _ [][]byte) commands.Effec
 	return 0
 }
 
-// TestSessionPausedPathAllocations: a paused command costs the server one
-// allocation (its paused reply), whatever the batch: the line of held
-// replies keeps its array.
-func TestSessionPausedPathAllocations(t *testing.T) {
+// TestSessionPausedPathAllocatesNothing: a paused command costs the server
+// no allocation once the connection has paused as many: the line of held
+// replies keeps its array, and a paused reply written is reused.
+func TestSessionPausedPathAllocatesNothing(t *testing.T) {
 	r := newSessionRig(t, 0)
 	r.s = newSession(r.s.srv, 1, "127.0.0.1:1", &pausingEchoSession{}, r.drv, r.now)
 	req := strings.Repeat(cmd("ECHO", "key"), 16)
 	r.feed(req)
 	r.drive()
 	allocs := testing.AllocsPerRun(1000, func() { r.batch(req) })
-	if allocs > 16 {
-		t.Errorf("%v allocations per batch of 16 paused commands, want at most 16", allocs)
+	if allocs != 0 {
+		t.Errorf("%v allocations per batch of 16 paused commands, want 0", allocs)
 	}
+}
+
+// lateSession pauses every command, completes it at once, and keeps its
+// Paused, which the test completes again once the reply is written.
+type lateSession struct {
+	scriptSession
+	last commands.Paused
+}
+
+func (l *lateSession) Dispatch(w commands.Writer, _ [][]byte) commands.Effect {
+	l.last = commands.AsPauser(w).Pause()
+	l.last.Complete(okReply{})
+	return 0
+}
+
+// TestCompletingAWrittenReplyPanics: a paused reply written waits for
+// reuse, and a command completing it again is caught, as one completing
+// it twice before it is written is.
+func TestCompletingAWrittenReplyPanics(t *testing.T) {
+	r := newSessionRig(t, 0)
+	ls := &lateSession{}
+	r.s = newSession(r.s.srv, 1, "127.0.0.1:1", ls, r.drv, r.now)
+	r.feed(cmd("ECHO", "key"))
+	r.drive()
+	if got := strings.Join(r.writes, ""); got != "+OK\r\n" {
+		t.Fatalf("reply %q, want +OK", got)
+	}
+	defer func() {
+		if p := recover(); !strings.Contains(fmt.Sprint(p), "completed twice") {
+			t.Errorf("completing a written reply again: panic %v, want one saying it completed twice", p)
+		}
+	}()
+	ls.last.Complete(okReply{})
 }
 
 func BenchmarkSessionPipeline(b *testing.B) {

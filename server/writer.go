@@ -30,6 +30,9 @@ type replyWriter struct {
 	start int    // where the current command's reply starts in out
 	proto int    // the client's RESP version
 	held  []*pausedReply
+	// free are paused replies written, for the next pauses to reuse: a
+	// paused command then costs no allocation of its own.
+	free []*pausedReply
 	// paused: the command being dispatched paused (session.run then
 	// applies what completed during it).
 	paused bool
@@ -39,13 +42,20 @@ type replyWriter struct {
 	lastRaw, lastName string
 }
 
-// pausedReply is the place of a paused command's reply.
+// pausedReply is the place of a paused command's reply. Once the reply is
+// written it is reused for a later pause of the same connection: the
+// command completes it exactly once (commands.Paused), and nothing refers
+// to it after that.
 type pausedReply struct {
 	sess  *session
 	at    int            // where its reply goes in out
 	proto int            // the RESP version when it paused
 	name  string         // the command's name, for a panic's error reply
 	reply commands.Reply // set once it completes, under the session's mu
+	// held: the reply is yet to be written (under the session's mu), so
+	// that a completion of one already written is caught while it waits
+	// for reuse.
+	held bool
 }
 
 // Complete implements commands.Paused.
@@ -113,7 +123,15 @@ func (w *replyWriter) SwitchProto(proto int) { w.proto = proto }
 
 // Pause implements commands.Pauser.
 func (w *replyWriter) Pause() commands.Paused {
-	p := &pausedReply{sess: w.sess, at: len(w.out), proto: w.proto, name: w.pausedName()}
+	var p *pausedReply
+	if n := len(w.free); n > 0 {
+		p, w.free[n-1] = w.free[n-1], nil
+		w.free = w.free[:n-1]
+	} else {
+		p = new(pausedReply)
+	}
+	// The command hands p to whatever completes it only after this.
+	*p = pausedReply{sess: w.sess, at: len(w.out), proto: w.proto, name: w.pausedName(), held: true}
 	w.held = append(w.held, p)
 	if !w.paused {
 		w.paused = true
@@ -145,9 +163,12 @@ func (w *replyWriter) applyCompleted() {
 	for len(w.held) > 0 {
 		p := w.held[0]
 		w.sess.mu.Lock()
-		reply := p.reply
+		done := *p
+		if done.reply != nil {
+			*p = pausedReply{sess: p.sess} // written below: free for reuse
+		}
 		w.sess.mu.Unlock()
-		if reply == nil {
+		if done.reply == nil {
 			return
 		}
 		// Shift the rest down rather than reslicing from the front, so
@@ -155,10 +176,11 @@ func (w *replyWriter) applyCompleted() {
 		rest := copy(w.held, w.held[1:])
 		w.held[rest] = nil
 		w.held = w.held[:rest]
-		n := w.writeAt(p, reply)
+		n := w.writeAt(&done, done.reply)
 		for _, q := range w.held {
 			q.at += n
 		}
+		w.free = append(w.free, p)
 	}
 }
 
