@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -103,10 +102,12 @@ type sharedOp struct {
 	quantity int64
 	deadline time.Duration // on the clock's local(): monotonic, one read per op
 
-	// rules' and keys' room for one rule, the common case: the op is then
-	// its only allocation but its key's.
-	rule1 [1]engine.Rule
-	key1  [1]string
+	// rules' and keys' room for one rule, the common case, and keyBuf the
+	// keys' bytes (op.keys are views of it), kept when the op is released:
+	// a released op taken again decides without an allocation.
+	rule1  [1]engine.Rule
+	key1   [1]string
+	keyBuf []byte
 
 	onResult   engine.ThrottleDone          // Throttle
 	onDecision func(engine.Decision, error) // ThrottleWindow, ThrottleAll
@@ -117,6 +118,38 @@ type sharedOp struct {
 	at       int64         // the time decided at
 	state    engine.Record // the key's state after a single-key refusal
 	answered bool
+	// abandoned: the op's round ended without its reply, and the call
+	// may still be being sent, reading the op's keys: they are not reused.
+	abandoned bool
+}
+
+// setKeys makes the op's keys, the store's (prefixed), from its rules'
+// keys, which alias the caller's request buffers: they are copied into
+// keyBuf, which the op keeps while it is live, and each rule's key becomes
+// a view of its store key's end. Nothing writes a key.
+func (o *sharedOp) setKeys(prefix string) {
+	if len(o.rules) == 1 {
+		o.keys = o.key1[:]
+	} else {
+		o.keys = make([]string, len(o.rules))
+	}
+	n := 0
+	for i := range o.rules {
+		n += len(prefix) + len(o.rules[i].Key)
+	}
+	buf := o.keyBuf[:0]
+	if cap(buf) < n {
+		buf = make([]byte, 0, n)
+	}
+	for i := range o.rules {
+		start := len(buf)
+		buf = append(buf, prefix...)
+		buf = append(buf, o.rules[i].Key...)
+		k := buf[start:len(buf):len(buf)] // never grown: buf had room for all
+		o.keys[i] = unsafe.String(unsafe.SliceData(k), len(k))
+		o.rules[i].Key = k[len(prefix):]
+	}
+	o.keyBuf = buf
 }
 
 // finish answers the op.
@@ -282,11 +315,20 @@ func (s *Shared) newOp(kind engine.Op, quantity int64) *sharedOp {
 }
 
 // release gives back an answered operation that nothing refers to any
-// more: not the queue, nor a round under way.
+// more: not the queue, nor a round under way, nor a call that may still be
+// being sent (its keys' bytes are reused). Whatever keeps one of its keys
+// longer (the deny cache, the keys to drop) keeps a copy.
 func (s *Shared) release(op *sharedOp) {
+	buf, abandoned := op.keyBuf, op.abandoned
 	*op = sharedOp{}
+	if !abandoned && cap(buf) <= maxKeptKeyBuf {
+		op.keyBuf = buf[:0]
+	}
 	s.ops.Put(op)
 }
+
+// maxKeptKeyBuf is the most key bytes a released op keeps for reuse.
+const maxKeptKeyBuf = 1 << 10
 
 // submit validates op, answers it from the deny cache if it can, and
 // queues it for the batcher otherwise; an op answered here is released.
@@ -306,23 +348,7 @@ func (s *Shared) queued(op *sharedOp) bool {
 		op.finish(engine.Decision{}, err)
 		return false
 	}
-	// The caller's keys alias its request buffers: each becomes one string,
-	// the store's key (prefixed), and the rule's key a view of its end.
-	// Nothing writes a rule's key.
-	if len(op.rules) == 1 {
-		op.keys = op.key1[:]
-	} else {
-		op.keys = make([]string, len(op.rules))
-	}
-	for i := range op.rules {
-		var b strings.Builder
-		b.Grow(len(s.opts.Prefix) + len(op.rules[i].Key))
-		b.WriteString(s.opts.Prefix)
-		b.Write(op.rules[i].Key)
-		k := b.String()
-		op.keys[i] = k
-		op.rules[i].Key = unsafe.Slice(unsafe.StringData(k[len(s.opts.Prefix):]), len(k)-len(s.opts.Prefix))
-	}
+	op.setKeys(s.opts.Prefix)
 	if s.cluster && len(op.keys) > 1 {
 		slot := keySlot(op.keys[0])
 		for _, k := range op.keys[1:] {

@@ -145,19 +145,13 @@ func (b *batcher) round(ops []*sharedOp) (retry []*sharedOp) {
 		case <-s.stop:
 			// Close: the reply may never come (a client without
 			// ContextTimeoutEnabled waits out its ReadTimeout).
-			b.bufs = roundBufs{}
-			for _, op := range ops {
-				s.fallback(op)
-			}
+			b.abandon(ops)
 			return nil
 		case <-timer.C:
 		}
 		if s.clock.local()-start >= s.opts.Timeout {
-			b.bufs = roundBufs{} // the calls may still be being sent
 			s.markDown()
-			for _, op := range ops {
-				s.fallback(op)
-			}
+			b.abandon(ops)
 			return nil
 		}
 		now := s.clock.local()
@@ -166,6 +160,17 @@ func (b *batcher) round(ops []*sharedOp) (retry []*sharedOp) {
 				s.timedOut(op)
 			}
 		}
+	}
+}
+
+// abandon answers the ops of a round that ended without its reply, whose
+// calls may still be being sent: the calls' room and the ops' keys are
+// not reused.
+func (b *batcher) abandon(ops []*sharedOp) {
+	b.bufs = roundBufs{}
+	for _, op := range ops {
+		op.abandoned = true
+		b.s.fallback(op)
 	}
 }
 

@@ -1,6 +1,7 @@
 package persist
 
 import (
+	"strings"
 	"sync"
 
 	"github.com/cellserver/cellserver/engine"
@@ -76,7 +77,11 @@ func (b *batcher) close() {
 // batcher's next round.
 func (b *batcher) drop(keys []string, all bool) {
 	b.mu.Lock()
-	b.dropKeys = append(b.dropKeys, keys...)
+	for _, k := range keys {
+		// Kept until the next round: an op's key is a view of bytes it
+		// reuses once released.
+		b.dropKeys = append(b.dropKeys, strings.Clone(k))
+	}
 	b.dropAll = b.dropAll || all
 	b.mu.Unlock()
 	b.poke()

@@ -3,6 +3,7 @@ package persist
 import (
 	"context"
 	"encoding/binary"
+	"strings"
 	"sync"
 
 	"github.com/cellserver/cellserver/engine"
@@ -49,15 +50,25 @@ func (c *denyCache) add(op *sharedOp) {
 	r := op.rules[0]
 	r.Key = nil
 	e := denyEntry{op: op.op, rule: r, quantity: op.quantity, until: until, state: op.state}
+	// The op's key is a view of bytes it reuses once released: the entry
+	// keeps a copy, made once per key remembered.
+	key := op.keys[0]
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.m[op.keys[0]]; !ok && c.max > 0 && len(c.m) >= c.max {
+	if old, ok := c.m[key]; ok {
+		e.state.Key = old.state.Key
+		c.m[key] = e
+		return
+	}
+	if c.max > 0 && len(c.m) >= c.max {
 		for k := range c.m {
 			delete(c.m, k)
 			break
 		}
 	}
-	c.m[op.keys[0]] = e
+	key = strings.Clone(key)
+	e.state.Key = key
+	c.m[key] = e
 }
 
 // lookup decides op from a remembered refusal at now, if one applies and
