@@ -56,8 +56,10 @@ func (c *denyCache) add(op *sharedOp) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old, ok := c.m[key]; ok {
+		// Assigning under key would make the map keep key itself in
+		// place of its copy: the copy is assigned under.
 		e.state.Key = old.state.Key
-		c.m[key] = e
+		c.m[old.state.Key] = e
 		return
 	}
 	if c.max > 0 && len(c.m) >= c.max {

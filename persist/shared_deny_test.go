@@ -52,3 +52,56 @@ func TestSharedRefundPastStateClearsDenyCache(t *testing.T) {
 		t.Fatalf("after the key was deleted: %+v, want admitted", a)
 	}
 }
+
+// refusedOp makes op, as a released op taken again leaves it, the second
+// refusal of key (an FW limit of 1) at now, its keys in its reused bytes.
+func refusedOp(op *sharedOp, key string, now int64) {
+	*op = sharedOp{keyBuf: op.keyBuf[:0]}
+	op.op, op.quantity = engine.OpWindow, 1
+	op.rule1[0] = engine.Rule{Key: []byte(key), Family: engine.FamilyFW,
+		Window: engine.WindowQuota{Limit: 1, Window: int64(time.Hour)}}
+	op.rules = op.rule1[:]
+	op.setKeys("p:")
+	recs := []engine.Record{{Key: op.keys[0]}}
+	if _, err := engine.Decide(now, op.op, op.rules, recs, 1); err != nil {
+		panic(err)
+	}
+	op.d, _ = engine.Decide(now, op.op, op.rules, recs, 1)
+	op.at, op.state = now, recs[0]
+}
+
+// TestDenyCacheKeepsItsOwnKeys: an op's keys are views of bytes it reuses
+// once released, so the deny cache keeps copies, also when a second
+// refusal of a key replaces the first: after the op decides another key,
+// DEL of the first still drops its refusal, and the other key is not
+// refused from it.
+func TestDenyCacheKeepsItsOwnKeys(t *testing.T) {
+	now := time.Now().UnixNano()
+	c := denyCache{m: map[string]denyEntry{}, max: 100}
+	a, b := new(sharedOp), new(sharedOp)
+	refusedOp(a, "k1", now)
+	c.add(a)
+	refusedOp(b, "k1", now) // the same round's second refusal
+	c.add(b)
+	refusedOp(b, "k2", now) // b released and taken again
+	if _, ok := c.m["p:k1"]; !ok || len(c.m) != 1 {
+		t.Fatalf("the cache's keys after b decided k2: %v, want p:k1 only", keysOf(c.m))
+	}
+	c.drop([]string{"p:k1"}, false) // DEL k1
+	if len(c.m) != 0 {
+		t.Errorf("after DEL k1 the cache holds %v", keysOf(c.m))
+	}
+	fresh := new(sharedOp)
+	refusedOp(fresh, "k1", now)
+	if _, ok := c.lookup(fresh, now); ok {
+		t.Error("k1 refused from the cache after its DEL")
+	}
+}
+
+func keysOf(m map[string]denyEntry) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	return ks
+}
