@@ -49,7 +49,9 @@ type Paused interface {
 	// any goroutine (even before Pause's caller returns). r.WriteReply runs
 	// later on the connection's driver (its goroutine or its event loop)
 	// with a Writer positioned at the reserved place, in the RESP version
-	// the client spoke when Pause was called. A nil r writes nothing.
+	// the client spoke when Pause was called. A nil r writes nothing. Once
+	// its reply is written, the Paused may be handed to a later pause of
+	// the connection: a command keeps none after completing it.
 	Complete(r Reply)
 }
 

@@ -448,10 +448,12 @@ func (l *lateSession) Dispatch(w commands.Writer, _ [][]byte) commands.Effect {
 	return 0
 }
 
-// TestCompletingAWrittenReplyPanics: a paused reply written waits for
-// reuse, and a command completing it again is caught, as one completing
-// it twice before it is written is.
-func TestCompletingAWrittenReplyPanics(t *testing.T) {
+// TestCompletingAWrittenReplyAgainPanics: a paused reply written waits for
+// its reuse by a later pause, and a command completing it again meanwhile
+// is caught, as one completing it twice before it is written is. (Once
+// reused, it is another command's place: Paused's contract, one Complete
+// a command, is what keeps a late one out of it.)
+func TestCompletingAWrittenReplyAgainPanics(t *testing.T) {
 	r := newSessionRig(t, 0)
 	ls := &lateSession{}
 	r.s = newSession(r.s.srv, 1, "127.0.0.1:1", ls, r.drv, r.now)

@@ -44,8 +44,9 @@ type replyWriter struct {
 
 // pausedReply is the place of a paused command's reply. Once the reply is
 // written it is reused for a later pause of the same connection: the
-// command completes it exactly once (commands.Paused), and nothing refers
-// to it after that.
+// command completes it exactly once and keeps none after that
+// (commands.Paused). A second completion is caught until the reuse, not
+// after it.
 type pausedReply struct {
 	sess  *session
 	at    int            // where its reply goes in out
