@@ -44,14 +44,39 @@ func Decide(now int64, op Op, rules []Rule, states []Record, quantity int64) (De
 		return decideThrottle(now, rules[0], &states[0], quantity)
 	case OpWindow:
 		mustOne(rules)
-		return decideAll(now, rules, states, quantity, false)
+		return decideAll(now, rules, states, quantity, false, nil, nil)
 	case OpAll:
 		if err := checkRules(rules); err != nil {
 			return Decision{}, err
 		}
-		return decideAll(now, rules, states, quantity, true)
+		return decideAll(now, rules, states, quantity, true, nil, nil)
 	}
 	panic("engine: Decide with an unknown Op")
+}
+
+// DecideEach is Engine.ThrottleAllEach on stored states, as Decide is
+// Engine.ThrottleAll: OpAll with a quantity per rule (quantities[i] for
+// rules[i], 0 checking without recording), all or nothing, each[i]
+// receiving rule i's own decision. It panics when states, quantities or
+// each differ in length from rules.
+func DecideEach(now int64, rules []Rule, states []Record, quantities []int64, each []Decision) (Decision, error) {
+	if len(states) != len(rules) || len(quantities) != len(rules) || len(each) != len(rules) {
+		panic("engine: DecideEach needs a state, a quantity and a decision per rule")
+	}
+	if err := checkRules(rules); err != nil {
+		return Decision{}, err
+	}
+	return decideAll(now, rules, states, mostOf(quantities), true, quantities, each)
+}
+
+// mostOf is the largest of quantities, 0 for none: the quantity that
+// ThrottleAllEach's all-or-nothing pass runs with.
+func mostOf(quantities []int64) int64 {
+	most := int64(0)
+	for _, q := range quantities {
+		most = max(most, q)
+	}
+	return most
 }
 
 // mustOne panics unless there is exactly one rule.
@@ -84,9 +109,11 @@ func decideThrottle(now int64, r Rule, rec *Record, quantity int64) (Decision, e
 }
 
 // decideAll is Engine.ThrottleWindow (one rule, all false) or
-// Engine.ThrottleAll on stored states. The new states are written only once
-// every rule has been decided without an error.
-func decideAll(now int64, rules []Rule, states []Record, quantity int64, all bool) (Decision, error) {
+// Engine.ThrottleAll on stored states, or with quantities (a quantity per
+// rule, quantity their largest) and each (the rules' own decisions)
+// Engine.ThrottleAllEach. The new states are written only once every rule
+// has been decided without an error.
+func decideAll(now int64, rules []Rule, states []Record, quantity int64, all bool, quantities []int64, each []Decision) (Decision, error) {
 	nowMs := now / 1_000_000
 	var vbuf [4]verdict // a few rules are decided without allocating
 	var sbuf [4]keyState
@@ -99,7 +126,7 @@ func decideAll(now int64, rules []Rule, states []Record, quantity int64, all boo
 		sts[i] = stateOf(&states[i], nowMs)
 	}
 	judge := func(i int, qty int64) error {
-		return judgeState(&rules[i], &sts[i], now, qty, &vs[i])
+		return judgeState(&rules[i], &sts[i], now, eachQuantity(quantities, i, qty), &vs[i])
 	}
 	forget := func() {
 		for i := range states {
@@ -111,7 +138,7 @@ func decideAll(now int64, rules []Rule, states []Record, quantity int64, all boo
 		forget()
 		committed = true
 		for i := range rules {
-			writeVerdict(&states[i], &sts[i], rules[i], &vs[i], now, quantity)
+			writeVerdict(&states[i], &sts[i], rules[i], &vs[i], now, eachQuantity(quantities, i, quantity))
 		}
 		return nil
 	}
@@ -131,7 +158,21 @@ func decideAll(now int64, rules []Rule, states []Record, quantity int64, all boo
 	if !committed {
 		forget()
 	}
+	for i := range each {
+		each[i] = vs[i].d
+	}
 	return d, nil
+}
+
+// eachQuantity is the quantity rule i is judged or recorded with when the
+// all-or-nothing pass asks for qty: its own from quantities, if the call
+// has a quantity per rule, unless qty is 0 (the pass's second look at the
+// rules that would have admitted).
+func eachQuantity(quantities []int64, i int, qty int64) int64 {
+	if quantities != nil && qty != 0 {
+		return quantities[i]
+	}
+	return qty
 }
 
 // stateOf reads a stored state as the keyspace would hold it after

@@ -27,11 +27,14 @@ type decideCase struct {
 	rules  []Rule
 	states []Record
 	qty    int64
+	// qtys, when set, are an OpAll's quantities, one a rule: DecideEach
+	// against ThrottleAllEach (qty is their largest).
+	qtys []int64
 }
 
 func (c decideCase) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "now=%d (ms %d) op=%d qty=%d\n", c.now, c.now/1_000_000, c.op, c.qty)
+	fmt.Fprintf(&b, "now=%d (ms %d) op=%d qty=%d qtys=%v\n", c.now, c.now/1_000_000, c.op, c.qty, c.qtys)
 	for i, r := range c.rules {
 		fmt.Fprintf(&b, "  rule %d: key=%q family=%s gcra=%+v window=%+v leaky=%+v\n", i, r.Key, r.Family.Name(), r.GCRA, r.Window, r.Leaky)
 		fmt.Fprintf(&b, "  state %d: %s\n", i, fmtRecord(c.states[i]))
@@ -71,7 +74,8 @@ func decideSeed(t *testing.T) uint64 {
 // keyspaceOutcome is what the engine answered and holds afterwards.
 type keyspaceOutcome struct {
 	d      Decision
-	result Result // OpThrottle's reply
+	result Result     // OpThrottle's reply
+	each   []Decision // ThrottleAllEach's rules' own
 	err    error
 	after  map[string]Record // every rule's key's state; Deleted when gone
 }
@@ -92,6 +96,11 @@ func runKeyspace(c decideCase) keyspaceOutcome {
 	case OpWindow:
 		out.d, out.err = e.ThrottleWindow(nil, c.rules[0], c.qty)
 	case OpAll:
+		if c.qtys != nil {
+			out.each = make([]Decision, len(c.rules))
+			out.d, out.err = e.ThrottleAllEach(nil, c.rules, c.qtys, out.each)
+			break
+		}
 		out.d, out.err = e.ThrottleAll(nil, c.rules, c.qty)
 	}
 	keys := make([]string, len(c.rules))
@@ -151,7 +160,15 @@ func checkDecide(c decideCase, tally *decideTally) string {
 	}
 	want := runKeyspace(c)
 	states := slices.Clone(c.states) // shares the slices, which Decide must not change
-	d, err := Decide(c.now, c.op, c.rules, states, c.qty)
+	var d Decision
+	var err error
+	var each []Decision
+	if c.qtys != nil {
+		each = make([]Decision, len(c.rules))
+		d, err = DecideEach(c.now, c.rules, states, c.qtys, each)
+	} else {
+		d, err = Decide(c.now, c.op, c.rules, states, c.qty)
+	}
 	for i := range c.states {
 		if !slices.Equal(c.states[i].Log, given[i].Log) || !slices.Equal(c.states[i].Quantities, given[i].Quantities) {
 			return fmt.Sprintf("state %d: Decide changed the given log in place", i)
@@ -175,6 +192,8 @@ func checkDecide(c decideCase, tally *decideTally) string {
 		}
 	case d != want.d || d.Seconds() != want.d.Seconds() || d.Millis() != want.d.Millis():
 		return fmt.Sprintf("decision %s %+v, the keyspace's %s %+v", fmtDecision(d), d.Seconds(), fmtDecision(want.d), want.d.Seconds())
+	case !slices.Equal(each, want.each):
+		return fmt.Sprintf("rules' decisions %+v, the keyspace's %+v", each, want.each)
 	}
 	if err == nil {
 		switch {
@@ -242,17 +261,19 @@ var decideGroups = []struct {
 	name   string
 	op     Op
 	family Family // FamilyNone: mixed
+	each   bool   // a quantity a rule: DecideEach
 }{
-	{"CL", OpThrottle, FamilyCL},
-	{"SW", OpWindow, FamilySW},
-	{"SWC", OpWindow, FamilySWC},
-	{"FW", OpWindow, FamilyFW},
-	{"LB", OpWindow, FamilyLB},
-	{"ALL", OpAll, FamilyNone},
+	{"CL", OpThrottle, FamilyCL, false},
+	{"SW", OpWindow, FamilySW, false},
+	{"SWC", OpWindow, FamilySWC, false},
+	{"FW", OpWindow, FamilyFW, false},
+	{"LB", OpWindow, FamilyLB, false},
+	{"ALL", OpAll, FamilyNone, false},
+	{"ALLEACH", OpAll, FamilyNone, true},
 }
 
-// newDecideCase draws a case for a group.
-func newDecideCase(g decideGen, op Op, f Family) decideCase {
+// newDecideCase draws a case for a group; each draws a quantity a rule.
+func newDecideCase(g decideGen, op Op, f Family, each bool) decideCase {
 	c := decideCase{now: g.now(), op: op}
 	n := 1
 	if op == OpAll {
@@ -292,6 +313,18 @@ func newDecideCase(g decideGen, op Op, f Family) decideCase {
 	if n > 0 && c.rules[0].Family == FamilyCL && g.rng.IntN(8) == 0 {
 		c.qty = -1 - g.rng.Int64N(2) // a TAT moved back: removals, ErrExpire
 	}
+	if each {
+		// Mostly the same quantity for every rule, as a request's
+		// descriptors usually have; otherwise each its own.
+		c.qtys = make([]int64, n)
+		for i := range c.qtys {
+			c.qtys[i] = c.qty
+			if g.rng.IntN(2) == 0 {
+				c.qtys[i] = g.quantity(limit)
+			}
+		}
+		c.qty = mostOf(c.qtys)
+	}
 	return c
 }
 
@@ -306,7 +339,7 @@ func TestDecideMatchesKeyspace(t *testing.T) {
 			g := decideGen{rand.New(rand.NewPCG(seed, uint64(gi)))}
 			tally := decideTally{errs: map[error]int{}}
 			for i := range decideCases {
-				c := newDecideCase(g, grp.op, grp.family)
+				c := newDecideCase(g, grp.op, grp.family, grp.each)
 				if msg := checkDecide(c, &tally); msg != "" {
 					t.Fatalf("seed %d, case %d: %s\n%s", seed, i, msg, c)
 				}

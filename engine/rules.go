@@ -120,14 +120,7 @@ func (e *Engine) throttleAll(tx *Txn, rules []Rule, quantity int64, quantities [
 		tx = e.Begin(keys, false)
 		defer tx.End()
 	}
-	qtyOf := func(i int, qty int64) int64 {
-		if quantities != nil && qty != 0 {
-			// allOrNothing passes either quantity or 0 (its second look
-			// at the rules that would have admitted).
-			return quantities[i]
-		}
-		return qty
-	}
+	qtyOf := func(i int, qty int64) int64 { return eachQuantity(quantities, i, qty) }
 	now := e.now().UnixNano()
 	vs := make([]verdict, len(rules))
 	judge := func(i int, qty int64) error {

@@ -13,11 +13,7 @@ func (e *Engine) ThrottleAllEach(tx *Txn, rules []Rule, quantities []int64, each
 	if len(quantities) != len(rules) || len(each) != len(rules) {
 		panic("engine: ThrottleAllEach needs a quantity and a decision per rule")
 	}
-	most := int64(0)
-	for _, q := range quantities {
-		most = max(most, q)
-	}
-	d, vs, err := e.throttleAll(tx, rules, most, quantities)
+	d, vs, err := e.throttleAll(tx, rules, mostOf(quantities), quantities)
 	if err != nil {
 		return Decision{}, err
 	}

@@ -24,12 +24,28 @@ func Validate(now int64, op Op, rules []Rule, quantity int64) error {
 	default:
 		panic("engine: Validate with an unknown Op")
 	}
-	// Decide judges the rules in order on absent states and stops at the
-	// first error: only a zero rate reached first is the request's own.
+	return validateAbsent(now, rules, quantity, nil)
+}
+
+// ValidateEach is Validate for DecideEach (a quantity per rule).
+func ValidateEach(now int64, rules []Rule, quantities []int64) error {
+	if len(quantities) != len(rules) {
+		panic("engine: ValidateEach needs a quantity per rule")
+	}
+	if err := checkRules(rules); err != nil {
+		return err
+	}
+	return validateAbsent(now, rules, mostOf(quantities), quantities)
+}
+
+// validateAbsent judges the rules in order on absent states, as Decide
+// does, and stops at the first error: only a zero rate reached first is
+// the request's own.
+func validateAbsent(now int64, rules []Rule, quantity int64, quantities []int64) error {
 	for i := range rules {
 		var st keyState
 		var v verdict
-		if err := judgeState(&rules[i], &st, now, quantity, &v); err != nil {
+		if err := judgeState(&rules[i], &st, now, eachQuantity(quantities, i, quantity), &v); err != nil {
 			if err == ErrZeroRate {
 				return err
 			}
