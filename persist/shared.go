@@ -111,6 +111,11 @@ type sharedOp struct {
 
 	onResult   engine.ThrottleDone          // Throttle
 	onDecision func(engine.Decision, error) // ThrottleWindow, ThrottleAll
+	// quantities, for ThrottleAllEach, are the rules' own (quantity is
+	// their largest), and each the rules' own decisions, which onEach gets.
+	quantities []int64
+	each       []engine.Decision
+	onEach     func(engine.Decision, []engine.Decision, error)
 
 	// Set by the batcher for the round under way.
 	d        engine.Decision
@@ -164,6 +169,10 @@ func (o *sharedOp) finish(d engine.Decision, err error) {
 			return
 		}
 		o.onResult.Done(d.Seconds(), nil)
+		return
+	}
+	if o.onEach != nil {
+		o.onEach(d, o.each, err)
 		return
 	}
 	o.onDecision(d, err)
@@ -304,6 +313,51 @@ func (s *Shared) ThrottleAll(rules []engine.Rule, quantity int64, done func(engi
 	s.submit(op)
 }
 
+// ThrottleAllEach runs every rule, all or nothing, each with its own
+// quantity (quantities[i] for rules[i], none negative; 0 checks without
+// recording, as RLS's hits_addend does), as engine.ThrottleAllEach does, in
+// one atomic step in the store; done gets the combined decision and each
+// rule's own, in a slice it may keep. In a Redis Cluster the keys must
+// share a hash slot (ErrCrossSlot otherwise).
+func (s *Shared) ThrottleAllEach(rules []engine.Rule, quantities []int64, done func(d engine.Decision, each []engine.Decision, err error)) {
+	if len(quantities) != len(rules) {
+		panic("persist: ThrottleAllEach needs a quantity per rule")
+	}
+	most := int64(0)
+	for _, q := range quantities {
+		most = max(most, q)
+	}
+	op := s.newOp(engine.OpAll, most)
+	op.onEach = done
+	op.rules = append([]engine.Rule(nil), rules...)
+	op.quantities = append([]int64(nil), quantities...)
+	op.each = make([]engine.Decision, len(rules))
+	s.submit(op)
+}
+
+// decide is engine.Decide, or engine.DecideEach for a ThrottleAllEach, on
+// states (one a rule) at at.
+func (o *sharedOp) decide(at int64, states []engine.Record) (engine.Decision, error) {
+	if o.quantities != nil {
+		return engine.DecideEach(at, o.rules, states, o.quantities, o.each)
+	}
+	return engine.Decide(at, o.op, o.rules, states, o.quantity)
+}
+
+// refunds reports whether the op takes back some quantity (a negative
+// one), which makes its key laxer.
+func (o *sharedOp) refunds() bool {
+	if o.quantity < 0 {
+		return true
+	}
+	for _, q := range o.quantities {
+		if q < 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // newOp returns a zeroed operation, a released one if there is one.
 func (s *Shared) newOp(kind engine.Op, quantity int64) *sharedOp {
 	op, _ := s.ops.Get().(*sharedOp)
@@ -344,7 +398,13 @@ func (s *Shared) queued(op *sharedOp) bool {
 	local := s.clock.local()
 	now := s.nowAt(local)
 	// Validation that does not depend on any key's state, answered at once.
-	if err := engine.Validate(now, op.op, op.rules, op.quantity); err != nil {
+	var err error
+	if op.quantities != nil {
+		err = engine.ValidateEach(now, op.rules, op.quantities)
+	} else {
+		err = engine.Validate(now, op.op, op.rules, op.quantity)
+	}
+	if err != nil {
 		op.finish(engine.Decision{}, err)
 		return false
 	}
@@ -411,6 +471,11 @@ func (s *Shared) fallback(op *sharedOp) {
 		d, err := s.opts.Local.ThrottleWindow(nil, op.rules[0], op.quantity)
 		op.finish(d, err)
 	default:
+		if op.quantities != nil {
+			d, err := s.opts.Local.ThrottleAllEach(nil, op.rules, op.quantities, op.each)
+			op.finish(d, err)
+			return
+		}
 		d, err := s.opts.Local.ThrottleAll(nil, op.rules, op.quantity)
 		op.finish(d, err)
 	}

@@ -353,7 +353,7 @@ func (b *batcher) decideGroup(g *group, now int64) {
 				op.err = engine.ErrWrongType
 				continue
 			}
-			op.d, op.err = engine.Decide(op.at, op.op, op.rules, states[i:i+1], op.quantity)
+			op.d, op.err = op.decide(op.at, states[i:i+1])
 			if op.err == nil && op.d.Limited {
 				op.state = states[i] // what the deny cache remembers
 			}
@@ -375,7 +375,7 @@ func (b *batcher) decideGroup(g *group, now int64) {
 			op.err = foreignRuleError(op, at, recs, wrong)
 			continue
 		}
-		op.d, op.err = engine.Decide(at, op.op, op.rules, recs, op.quantity)
+		op.d, op.err = op.decide(at, recs)
 		for j, k := range op.keys {
 			states[keyAt(g.keys, index, k)] = recs[j]
 		}
@@ -437,7 +437,7 @@ func (b *batcher) apply(callGroups [][]*group, replies []casReply, errs []error,
 				}
 				decided++
 				switch {
-				case op.quantity < 0:
+				case op.refunds():
 					// A refund makes the key laxer (one past the
 					// key's state deletes it, with an error): no
 					// instance may go on refusing from a remembered
@@ -489,7 +489,13 @@ func foreignRuleError(op *sharedOp, at int64, recs []engine.Record, wrong []bool
 	// first foreign key comes first (a refund past a CL key's state).
 	if first := slices.Index(wrong, true); first > 0 {
 		prefix := slices.Clone(recs[:first])
-		if _, err := engine.Decide(at, op.op, op.rules[:first], prefix, op.quantity); err != nil {
+		var err error
+		if op.quantities != nil {
+			_, err = engine.DecideEach(at, op.rules[:first], prefix, op.quantities[:first], make([]engine.Decision, first))
+		} else {
+			_, err = engine.Decide(at, op.op, op.rules[:first], prefix, op.quantity)
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -498,7 +504,11 @@ func foreignRuleError(op *sharedOp, at int64, recs []engine.Record, wrong []bool
 		if wrong[j] || live && recs[j].Family != r.Family {
 			return &engine.RuleWrongTypeError{Rule: j}
 		}
-		if op.quantity < 0 && r.Family != engine.FamilyCL {
+		q := op.quantity // the rule's own in a ThrottleAllEach, but in its pass's second look
+		if op.quantities != nil && q != 0 {
+			q = op.quantities[j]
+		}
+		if q < 0 && r.Family != engine.FamilyCL {
 			return engine.ErrNegativeQuantity
 		}
 	}

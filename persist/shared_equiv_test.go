@@ -21,6 +21,9 @@ type equivCase struct {
 	rules  []engine.Rule
 	states []engine.Record
 	qty    int64
+	// qtys, for half the OpAll cases, are a quantity a rule: a
+	// ThrottleAllEach, as RLS calls it.
+	qtys []int64
 }
 
 // randomCase draws a case at now: mostly small limits and states near
@@ -77,6 +80,12 @@ func randomCase(rng *rand.Rand, i int, now int64) equivCase {
 		}
 		c.states = append(c.states, st)
 	}
+	if c.op == engine.OpAll && rng.IntN(2) == 0 {
+		c.qtys = make([]int64, n)
+		for j := range c.qtys {
+			c.qtys[j] = rng.Int64N(4)
+		}
+	}
 	return c
 }
 
@@ -112,13 +121,28 @@ func TestSharedEqualsDecide(t *testing.T) {
 		for _, st := range want {
 			at = max(at, newestTime(&st))
 		}
-		wantD, wantErr := engine.Decide(at, tc.op, tc.rules, want, tc.qty)
+		var wantD engine.Decision
+		var wantErr error
+		var wantEach, gotEach []engine.Decision
+		if tc.qtys != nil {
+			wantEach = make([]engine.Decision, len(tc.rules))
+			wantD, wantErr = engine.DecideEach(at, tc.rules, want, tc.qtys, wantEach)
+		} else {
+			wantD, wantErr = engine.Decide(at, tc.op, tc.rules, want, tc.qty)
+		}
 
 		var got answer
-		switch tc.op {
-		case engine.OpThrottle:
+		switch {
+		case tc.qtys != nil:
+			ch := make(chan answer, 1)
+			s.ThrottleAllEach(tc.rules, tc.qtys, func(d engine.Decision, each []engine.Decision, err error) {
+				gotEach = each
+				ch <- answer{d: d, err: err}
+			})
+			got = wait(t, ch)
+		case tc.op == engine.OpThrottle:
 			got = wait(t, throttleAsync(s, string(tc.rules[0].Key), tc.rules[0].GCRA, tc.qty))
-		case engine.OpWindow:
+		case tc.op == engine.OpWindow:
 			got = wait(t, windowAsync(s, tc.rules[0], tc.qty))
 		default:
 			got = wait(t, allAsync(s, tc.rules, tc.qty))
@@ -129,8 +153,11 @@ func TestSharedEqualsDecide(t *testing.T) {
 		} else {
 			ok = ok && got.d == wantD
 		}
+		if tc.qtys != nil && wantErr == nil {
+			ok = ok && slices.Equal(gotEach, wantEach)
+		}
 		if !ok {
-			t.Fatalf("case %d %+v:\n got %+v %v\nwant %+v %v", i, tc, got.d, got.err, wantD, wantErr)
+			t.Fatalf("case %d %+v:\n got %+v %v %+v\nwant %+v %v %+v", i, tc, got.d, got.err, gotEach, wantD, wantErr, wantEach)
 		}
 		for j, st := range want {
 			if wantErr != nil && !st.Deleted {
