@@ -14,9 +14,11 @@ type countingThrottler struct {
 	calls int
 }
 
-func (c *countingThrottler) ThrottleAll(rules []engine.Rule, qty int64, done func(engine.Decision, error)) {
+func (c *countingThrottler) ThrottleAllEach(rules []engine.Rule, quantities []int64, done func(engine.Decision, []engine.Decision, error)) {
 	c.calls++
-	done(c.e.ThrottleAll(nil, rules, qty))
+	each := make([]engine.Decision, len(rules))
+	d, err := c.e.ThrottleAllEach(nil, rules, quantities, each)
+	done(d, each, err)
 }
 
 // TestStoreDeciderOneRule: a request of one rule costs the store one call,

@@ -30,13 +30,11 @@ type want struct {
 }
 
 // step is one request of the statuses table and what each of its
-// descriptors must get. onePass marks the steps that only the engine's
-// single pass answers so (descriptors with different hits_addend values).
+// descriptors must get.
 type step struct {
-	name    string
-	req     *rlsv3.RateLimitRequest
-	want    []want
-	onePass bool
+	name string
+	req  *rlsv3.RateLimitRequest
+	want []want
 }
 
 // TestShouldRateLimit runs the statuses table, in order, against one
@@ -56,43 +54,42 @@ func statusSteps() []step {
 		return &rlsv3.RateLimitRequest{Domain: domain, HitsAddend: addend, Descriptors: ds}
 	}
 	return []step{
-		{"per value 1", req("test", 0, desc("user", "alice")), []want{{ok, 1, true}}, false},
-		{"per value 2", req("test", 0, desc("user", "alice")), []want{{ok, 0, true}}, false},
-		{"per value over", req("test", 0, desc("user", "alice")), []want{{over, 0, true}}, false},
-		{"another value", req("test", 0, desc("user", "bob")), []want{{ok, 1, true}}, false},
-		{"nested wildcard", req("test", 0, desc("user", "carol", "path", "/abc")), []want{{ok, 0, true}}, false},
-		{"nested wildcard over", req("test", 0, desc("user", "carol", "path", "/abc")), []want{{over, 0, true}}, false},
-		{"nested no match", req("test", 0, desc("user", "carol", "path", "/zzz")), []want{{ok, 0, false}}, false},
-		{"unlimited", req("test", 0, desc("unl", "1")), []want{{ok, math.MaxUint32, false}}, false},
-		{"unlimited again", req("test", 0, desc("unl", "1")), []want{{ok, math.MaxUint32, false}}, false},
-		{"shadow", req("test", 0, desc("shadow", "s")), []want{{ok, 0, true}}, false},
-		{"shadow over answers OK", req("test", 0, desc("shadow", "s")), []want{{ok, 0, true}}, false},
-		{"addend 2", req("test", 2, desc("api", "x")), []want{{ok, 1, true}}, false},
+		{"per value 1", req("test", 0, desc("user", "alice")), []want{{ok, 1, true}}},
+		{"per value 2", req("test", 0, desc("user", "alice")), []want{{ok, 0, true}}},
+		{"per value over", req("test", 0, desc("user", "alice")), []want{{over, 0, true}}},
+		{"another value", req("test", 0, desc("user", "bob")), []want{{ok, 1, true}}},
+		{"nested wildcard", req("test", 0, desc("user", "carol", "path", "/abc")), []want{{ok, 0, true}}},
+		{"nested wildcard over", req("test", 0, desc("user", "carol", "path", "/abc")), []want{{over, 0, true}}},
+		{"nested no match", req("test", 0, desc("user", "carol", "path", "/zzz")), []want{{ok, 0, false}}},
+		{"unlimited", req("test", 0, desc("unl", "1")), []want{{ok, math.MaxUint32, false}}},
+		{"unlimited again", req("test", 0, desc("unl", "1")), []want{{ok, math.MaxUint32, false}}},
+		{"shadow", req("test", 0, desc("shadow", "s")), []want{{ok, 0, true}}},
+		{"shadow over answers OK", req("test", 0, desc("shadow", "s")), []want{{ok, 0, true}}},
+		{"addend 2", req("test", 2, desc("api", "x")), []want{{ok, 1, true}}},
 		// api x cannot take 2 more: nothing is counted, dave keeps 2.
-		{"all or nothing", req("test", 2, desc("api", "x"), desc("user", "dave")), []want{{over, 1, true}, {ok, 2, true}}, false},
-		{"nothing was counted", req("test", 2, desc("user", "dave")), []want{{ok, 0, true}}, false},
-		{"addend 0 checks", req("test", 0, withAddend(desc("api", "x"), 0)), []want{{ok, 1, true}}, false},
-		{"addend 0 did not count", req("test", 0, desc("api", "x")), []want{{ok, 0, true}}, false},
-		{"descriptor addend wins", req("test", 5, withAddend(desc("user", "erin"), 1)), []want{{ok, 1, true}}, false},
-		{"mixed addends", req("test", 0, withAddend(desc("user", "gus"), 2), withAddend(desc("many", "m"), 7)), []want{{ok, 0, true}, {ok, 3, true}}, true},
-		{"mixed addends over", req("test", 0, withAddend(desc("user", "hal"), 1), withAddend(desc("many", "m"), 4)), []want{{ok, 2, true}, {over, 3, true}}, true},
-		{"mixed addends nothing counted", req("test", 0, withAddend(desc("user", "hal"), 2)), []want{{ok, 0, true}}, true},
-		{"same key twice sums", req("test", 0, desc("user", "frank"), desc("user", "frank")), []want{{ok, 0, true}, {ok, 0, true}}, false},
-		{"same key over", req("test", 0, desc("user", "frank")), []want{{over, 0, true}}, false},
-		{"no limit beside a limit", req("test", 0, desc("nothing", "here"), desc("user", "ivy")), []want{{ok, 0, false}, {ok, 1, true}}, false},
-		{"unknown domain", req("elsewhere", 0, desc("user", "alice"), desc("api", "x")), []want{{ok, 0, false}, {ok, 0, false}}, false},
-		{"blocks", req("test", 0, desc("blocked", "b")), []want{{over, 0, true}}, false},
-		{"blocks beside a limit", req("test", 0, desc("user", "jay"), desc("blocked", "b")), []want{{ok, 2, true}, {over, 0, true}}, false},
-		{"blocking counted nothing", req("test", 0, desc("user", "jay")), []want{{ok, 1, true}}, false},
-		{"blocks beside a full limit", req("test", 0, desc("user", "jay"), desc("user", "jay"), desc("blocked", "b")), []want{{over, 1, true}, {over, 1, true}, {over, 0, true}}, false},
-		{"blocks addend 0 checks", req("test", 0, withAddend(desc("blocked", "b"), 0)), []want{{ok, 0, true}}, false},
-		{"cl burst", req("test", 3, desc("cl", "c")), []want{{ok, 0, true}}, false},
-		{"cl over", req("test", 0, desc("cl", "c")), []want{{over, 0, true}}, false},
+		{"all or nothing", req("test", 2, desc("api", "x"), desc("user", "dave")), []want{{over, 1, true}, {ok, 2, true}}},
+		{"nothing was counted", req("test", 2, desc("user", "dave")), []want{{ok, 0, true}}},
+		{"addend 0 checks", req("test", 0, withAddend(desc("api", "x"), 0)), []want{{ok, 1, true}}},
+		{"addend 0 did not count", req("test", 0, desc("api", "x")), []want{{ok, 0, true}}},
+		{"descriptor addend wins", req("test", 5, withAddend(desc("user", "erin"), 1)), []want{{ok, 1, true}}},
+		{"mixed addends", req("test", 0, withAddend(desc("user", "gus"), 2), withAddend(desc("many", "m"), 7)), []want{{ok, 0, true}, {ok, 3, true}}},
+		{"mixed addends over", req("test", 0, withAddend(desc("user", "hal"), 1), withAddend(desc("many", "m"), 4)), []want{{ok, 2, true}, {over, 3, true}}},
+		{"mixed addends nothing counted", req("test", 0, withAddend(desc("user", "hal"), 2)), []want{{ok, 0, true}}},
+		{"same key twice sums", req("test", 0, desc("user", "frank"), desc("user", "frank")), []want{{ok, 0, true}, {ok, 0, true}}},
+		{"same key over", req("test", 0, desc("user", "frank")), []want{{over, 0, true}}},
+		{"no limit beside a limit", req("test", 0, desc("nothing", "here"), desc("user", "ivy")), []want{{ok, 0, false}, {ok, 1, true}}},
+		{"unknown domain", req("elsewhere", 0, desc("user", "alice"), desc("api", "x")), []want{{ok, 0, false}, {ok, 0, false}}},
+		{"blocks", req("test", 0, desc("blocked", "b")), []want{{over, 0, true}}},
+		{"blocks beside a limit", req("test", 0, desc("user", "jay"), desc("blocked", "b")), []want{{ok, 2, true}, {over, 0, true}}},
+		{"blocking counted nothing", req("test", 0, desc("user", "jay")), []want{{ok, 1, true}}},
+		{"blocks beside a full limit", req("test", 0, desc("user", "jay"), desc("user", "jay"), desc("blocked", "b")), []want{{over, 1, true}, {over, 1, true}, {over, 0, true}}},
+		{"blocks addend 0 checks", req("test", 0, withAddend(desc("blocked", "b"), 0)), []want{{ok, 0, true}}},
+		{"cl burst", req("test", 3, desc("cl", "c")), []want{{ok, 0, true}}},
+		{"cl over", req("test", 0, desc("cl", "c")), []want{{over, 0, true}}},
 	}
 }
 
-// runSteps runs steps in order; shared skips the onePass steps (and its
-// windows are a day long).
+// runSteps runs steps in order; shared's windows are a day long.
 func runSteps(t *testing.T, ts *testService, steps []step, shared bool) {
 	longest := time.Minute
 	if shared {
@@ -100,9 +97,6 @@ func runSteps(t *testing.T, ts *testService, steps []step, shared bool) {
 	}
 	t.Helper()
 	for _, st := range steps {
-		if shared && st.onePass {
-			continue
-		}
 		resp := ts.call(t, st.req)
 		wantOverall := ok
 		for _, w := range st.want {

@@ -37,8 +37,9 @@ func startSharedService(t *testing.T) *testService {
 	return &testService{svc: svc, client: serveGRPC(t, svc)}
 }
 
-// TestShouldRateLimitShared runs the statuses table in shared mode, but for
-// the steps only the engine's single pass answers so.
+// TestShouldRateLimitShared runs the statuses table in shared mode: every
+// step, descriptors with different hits_addend values included, answers
+// as the engine's single pass does.
 func TestShouldRateLimitShared(t *testing.T) {
 	ts := startSharedService(t)
 	runSteps(t, ts, statusSteps(), true)
