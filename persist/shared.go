@@ -314,10 +314,11 @@ func (s *Shared) ThrottleAll(rules []engine.Rule, quantity int64, done func(engi
 }
 
 // ThrottleAllEach runs every rule, all or nothing, each with its own
-// quantity (quantities[i] for rules[i], none negative; 0 checks without
-// recording, as RLS's hits_addend does), as engine.ThrottleAllEach does, in
-// one atomic step in the store; done gets the combined decision and each
-// rule's own, in a slice it may keep. In a Redis Cluster the keys must
+// quantity (quantities[i] for rules[i]; 0 checks without recording, as
+// RLS's hits_addend does), as engine.ThrottleAllEach does, in one atomic
+// step in the store; done gets the combined decision and each rule's own,
+// in a slice it may keep. A negative quantity, which takes nothing back
+// here, is engine.ErrNegativeQuantity. In a Redis Cluster the keys must
 // share a hash slot (ErrCrossSlot otherwise).
 func (s *Shared) ThrottleAllEach(rules []engine.Rule, quantities []int64, done func(d engine.Decision, each []engine.Decision, err error)) {
 	if len(quantities) != len(rules) {
@@ -325,6 +326,10 @@ func (s *Shared) ThrottleAllEach(rules []engine.Rule, quantities []int64, done f
 	}
 	most := int64(0)
 	for _, q := range quantities {
+		if q < 0 {
+			done(engine.Decision{}, nil, engine.ErrNegativeQuantity)
+			return
+		}
 		most = max(most, q)
 	}
 	op := s.newOp(engine.OpAll, most)
@@ -342,20 +347,6 @@ func (o *sharedOp) decide(at int64, states []engine.Record) (engine.Decision, er
 		return engine.DecideEach(at, o.rules, states, o.quantities, o.each)
 	}
 	return engine.Decide(at, o.op, o.rules, states, o.quantity)
-}
-
-// refunds reports whether the op takes back some quantity (a negative
-// one), which makes its key laxer.
-func (o *sharedOp) refunds() bool {
-	if o.quantity < 0 {
-		return true
-	}
-	for _, q := range o.quantities {
-		if q < 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // newOp returns a zeroed operation, a released one if there is one.

@@ -437,7 +437,7 @@ func (b *batcher) apply(callGroups [][]*group, replies []casReply, errs []error,
 				}
 				decided++
 				switch {
-				case op.refunds():
+				case op.quantity < 0:
 					// A refund makes the key laxer (one past the
 					// key's state deletes it, with an error): no
 					// instance may go on refusing from a remembered
@@ -504,11 +504,7 @@ func foreignRuleError(op *sharedOp, at int64, recs []engine.Record, wrong []bool
 		if wrong[j] || live && recs[j].Family != r.Family {
 			return &engine.RuleWrongTypeError{Rule: j}
 		}
-		q := op.quantity // the rule's own in a ThrottleAllEach, but in its pass's second look
-		if op.quantities != nil && q != 0 {
-			q = op.quantities[j]
-		}
-		if q < 0 && r.Family != engine.FamilyCL {
+		if op.quantity < 0 && r.Family != engine.FamilyCL { // a ThrottleAllEach has none
 			return engine.ErrNegativeQuantity
 		}
 	}

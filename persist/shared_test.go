@@ -423,3 +423,19 @@ func TestSharedAllForeignKeyErrorOrder(t *testing.T) {
 		t.Fatalf("%+v, want the second rule's wrong type", a)
 	}
 }
+
+// TestSharedAllEachNegativeQuantity: ThrottleAllEach takes nothing back, so
+// a negative quantity is an error, answered at once, and writes nothing.
+func TestSharedAllEachNegativeQuantity(t *testing.T) {
+	m, s, _ := newSharedMini(t, SharedOptions{})
+	startShared(t, s)
+	rules := []engine.Rule{{Key: []byte("a"), Family: engine.FamilyCL, GCRA: clQuota}, fwRule("b", 5)}
+	ch := make(chan error, 1)
+	s.ThrottleAllEach(rules, []int64{1, -1}, func(_ engine.Decision, _ []engine.Decision, err error) { ch <- err })
+	if err := <-ch; !errors.Is(err, engine.ErrNegativeQuantity) {
+		t.Fatalf("error %v, want ErrNegativeQuantity", err)
+	}
+	if keys := m.Keys(); len(keys) != 0 {
+		t.Fatalf("the store holds %v, want nothing", keys)
+	}
+}
