@@ -351,6 +351,9 @@ func (b *batcher) decideGroup(g *group, now int64) {
 			op.at = max(now, newestTime(&states[i]))
 			if foreign[i] {
 				op.err = engine.ErrWrongType
+				if op.op == engine.OpAll { // names the rule, as for several
+					op.err = foreignRuleError(op, op.at, states[i:i+1], []bool{true})
+				}
 				continue
 			}
 			op.d, op.err = op.decide(op.at, states[i:i+1])

@@ -211,6 +211,11 @@ func TestSharedWrongType(t *testing.T) {
 		if a := wait(t, windowAsync(s, fwRule(key, 5), 1)); !errors.Is(a.err, engine.ErrWrongType) {
 			t.Errorf("%s: %+v, want ErrWrongType", key, a)
 		}
+		// THROTTLE.ALL names the rule, one rule or several, as in memory.
+		var wrong *engine.RuleWrongTypeError
+		if a := wait(t, allAsync(s, []engine.Rule{fwRule(key, 5)}, 1)); !errors.As(a.err, &wrong) || wrong.Rule != 0 {
+			t.Errorf("%s in THROTTLE.ALL: %+v, want rule 0's RuleWrongTypeError", key, a)
+		}
 	}
 	// A CL key met by an FW rule.
 	wait(t, throttleAsync(s, "cl", clQuota, 1))
