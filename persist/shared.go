@@ -112,7 +112,8 @@ type sharedOp struct {
 	onResult   engine.ThrottleDone          // Throttle
 	onDecision func(engine.Decision, error) // ThrottleWindow, ThrottleAll
 	// quantities, for ThrottleAllEach, are the rules' own (quantity is
-	// their largest), and each the rules' own decisions, which onEach gets.
+	// then 0, unused), and each the rules' own decisions, which onEach
+	// gets.
 	quantities []int64
 	each       []engine.Decision
 	onEach     func(engine.Decision, []engine.Decision, error)
@@ -324,21 +325,24 @@ func (s *Shared) ThrottleAllEach(rules []engine.Rule, quantities []int64, done f
 	if len(quantities) != len(rules) {
 		panic("persist: ThrottleAllEach needs a quantity per rule")
 	}
-	most := int64(0)
 	for _, q := range quantities {
 		if q < 0 {
 			done(engine.Decision{}, nil, engine.ErrNegativeQuantity)
 			return
 		}
-		most = max(most, q)
 	}
-	op := s.newOp(engine.OpAll, most)
+	op := s.newOp(engine.OpAll, 0)
 	op.onEach = done
 	op.rules = append([]engine.Rule(nil), rules...)
 	op.quantities = append([]int64(nil), quantities...)
 	op.each = make([]engine.Decision, len(rules))
 	s.submit(op)
 }
+
+// denyable reports whether the deny cache answers ops like o: a command of
+// one rule (CL.THROTTLE, a window's), not THROTTLE.ALL nor RLS's requests,
+// whose refusals it neither remembers nor looks up.
+func (o *sharedOp) denyable() bool { return o.op != engine.OpAll }
 
 // decide is engine.Decide, or engine.DecideEach for a ThrottleAllEach, on
 // states (one a rule) at at.
@@ -409,7 +413,7 @@ func (s *Shared) queued(op *sharedOp) bool {
 			}
 		}
 	}
-	if !s.opts.NoDenyCache && op.op != engine.OpAll && !s.down.Load() {
+	if !s.opts.NoDenyCache && op.denyable() && !s.down.Load() {
 		if d, ok := s.deny.lookup(op, now); ok {
 			s.stats.denyHits.Add(1)
 			op.finish(d, nil)

@@ -447,8 +447,12 @@ func (b *batcher) apply(callGroups [][]*group, replies []casReply, errs []error,
 					// state.
 					s.invalidate(op.keys)
 				case op.err != nil:
-				case op.d.Limited && len(op.keys) == 1 && !s.opts.NoDenyCache:
-					s.deny.add(op)
+				case op.d.Limited:
+					// A refusal makes no key laxer; the deny cache
+					// remembers the ones it can answer.
+					if op.denyable() && !s.opts.NoDenyCache {
+						s.deny.add(op)
+					}
 				default:
 					// An admission under another window of the same
 					// family can make the key laxer for the rule a

@@ -444,3 +444,24 @@ func TestSharedAllEachNegativeQuantity(t *testing.T) {
 		t.Fatalf("the store holds %v, want nothing", keys)
 	}
 }
+
+// TestSharedAllRefusalNotRemembered: the deny cache answers commands of one
+// rule only, so a refused THROTTLE.ALL or ThrottleAllEach leaves nothing
+// in it; a ThrottleAllEach of no rules is ErrNoRules, as in the engine.
+func TestSharedAllRefusalNotRemembered(t *testing.T) {
+	_, s, _ := newSharedMini(t, SharedOptions{})
+	startShared(t, s)
+	rule := []engine.Rule{fwRule("all", 1)}
+	wait(t, allAsync(s, rule, 1))
+	if a := wait(t, allAsync(s, rule, 1)); a.err != nil || !a.d.Limited {
+		t.Fatalf("2nd THROTTLE.ALL: %+v, want refused", a)
+	}
+	if remembered(s, "all") {
+		t.Error("a refused THROTTLE.ALL is in the deny cache, which never answers one")
+	}
+	ch := make(chan error, 1)
+	s.ThrottleAllEach(nil, nil, func(_ engine.Decision, _ []engine.Decision, err error) { ch <- err })
+	if err := <-ch; !errors.Is(err, engine.ErrNoRules) {
+		t.Errorf("no rules: %v, want ErrNoRules", err)
+	}
+}
