@@ -49,10 +49,7 @@ type decided struct {
 }
 
 func (sd storeDecider) DecideAll(ctx context.Context, rules []engine.Rule, quantities []int64, each []engine.Decision) (engine.Decision, error) {
-	if len(rules) == 0 {
-		return engine.Decision{}, engine.ErrNoRules
-	}
-	ch := make(chan decided, 1)
+	ch := make(chan decided, 1) // no rules: the store answers ErrNoRules
 	sd.s.ThrottleAllEach(rules, quantities, func(d engine.Decision, e []engine.Decision, err error) { ch <- decided{d, e, err} })
 	select {
 	case r := <-ch:
