@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -15,7 +17,9 @@ import (
 // TestCASScriptRandom: random calls of groups of every shape (one
 // key or several; expected absent, a value, another type; matching or
 // not; kept, set or deleted) against a model of the script, in a real
-// Redis and in miniredis.
+// Redis and in miniredis. Every other trial's values are all decimal
+// numbers, which the call sends as one JSON argument; the others hold
+// values that are not, sent one argument each.
 func TestCASScriptRandom(t *testing.T) {
 	t.Run("redis", func(t *testing.T) {
 		srv := redistest.Start(t)
@@ -38,11 +42,26 @@ type casActual struct {
 func casRandom(t *testing.T, c *redis.Client) {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(7, 8))
+	jsonTrials := 0
+	defer func() {
+		if jsonTrials == 0 && !t.Failed() {
+			t.Error("no trial sent its values as JSON")
+		}
+	}()
 	for trial := range 300 {
 		if err := c.FlushAll(ctx).Err(); err != nil {
 			t.Fatal(err)
 		}
 		exp := time.Now().Add(time.Hour).UnixMilli() + int64(trial)
+		// numeric: the trial's values are decimal numbers, as CL keys'
+		// are (and the JSON form is taken); otherwise they are not.
+		numeric := trial%2 == 0
+		value := func(prefix string, n int) string {
+			if numeric {
+				return strconv.Itoa(n)
+			}
+			return prefix + strconv.Itoa(n)
+		}
 		var groups [][]casKey
 		actual := map[string]*casActual{}
 		nk := 0
@@ -61,7 +80,7 @@ func casRandom(t *testing.T, c *redis.Client) {
 				case 0:
 					a.kind = kindAbsent
 				case 1:
-					a.kind, a.val = kindValue, fmt.Sprintf("v%d", rng.IntN(3))
+					a.kind, a.val = kindValue, value("v", rng.IntN(3))
 					c.Set(ctx, key, a.val, 0)
 				default:
 					a.kind = kindForeign
@@ -76,7 +95,7 @@ func casRandom(t *testing.T, c *redis.Client) {
 				}
 				ck.expected = storeValue{kind: ek}
 				if ek == kindValue {
-					ck.expected.val = fmt.Sprintf("v%d", rng.IntN(3))
+					ck.expected.val = value("v", rng.IntN(3))
 					if a.kind == kindValue && rng.IntN(2) == 0 {
 						ck.expected.val = a.val
 					}
@@ -87,7 +106,7 @@ func casRandom(t *testing.T, c *redis.Client) {
 				}
 				ck.write = []casWrite{writeKeep, writeSet, writeDel}[rng.IntN(3)]
 				if ck.write == writeSet {
-					ck.newVal = storeValue{kind: kindValue, val: fmt.Sprintf("n%d", nk), expireAtMs: exp + int64(nk)}
+					ck.newVal = storeValue{kind: kindValue, val: value("n", 1000+nk), expireAtMs: exp + int64(nk)}
 				}
 				g = append(g, ck)
 			}
@@ -148,6 +167,33 @@ func casRandom(t *testing.T, c *redis.Client) {
 		replies, errs := runCAS(ctx, c, []*casCall{call})
 		if errs[0] != nil {
 			t.Fatalf("trial %d: %v (codes %s)", trial, errs[0], call.codes)
+		}
+		// The JSON form is taken exactly when there are values and each is
+		// a number.
+		values, numbers := 0, 0
+		for _, g := range groups {
+			for _, k := range g {
+				if k.expected.kind == kindValue {
+					values++
+					if k.expected.num || isDigits(k.expected.val) {
+						numbers++
+					}
+				}
+				if k.write == writeSet {
+					values += 2
+					numbers++ // the expiry
+					if isDigits(k.newVal.val) {
+						numbers++
+					}
+				}
+			}
+		}
+		asJSON := slices.Contains(call.argv, any(&call.jsonArg))
+		if asJSON != (values > 0 && numbers == values) {
+			t.Fatalf("trial %d (codes %s): values sent as JSON %v, %d of %d values numbers", trial, call.codes, asJSON, numbers, values)
+		}
+		if asJSON {
+			jsonTrials++
 		}
 		for gi, g := range groups {
 			cur := replies[0].current[gi]
