@@ -422,7 +422,7 @@ func (b *batcher) apply(callGroups [][]*group, replies []casReply, errs []error,
 		r := replies[c]
 		s.clock.sample(sent, recv, r.timeNs)
 		for gi, g := range groups {
-			cur := r.current[gi]
+			cur := r.conflicted(gi)
 			if cur != nil {
 				s.stats.conflicts.Add(1)
 				b.cacheGroup(g, cur)

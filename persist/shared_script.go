@@ -371,10 +371,20 @@ func appendCasCode(codes []byte, kind valueKind, write casWrite, last bool) []by
 }
 
 // casReply is a script's reply: the store's time and, for each group, nil
-// when it was written or the current values of its keys.
+// when it was written or the current values of its keys (current itself
+// is nil when every group was written, the common case).
 type casReply struct {
 	timeNs  int64
 	current [][]storeValue
+}
+
+// conflicted returns the current values of group g's keys, nil when the
+// group was written.
+func (r *casReply) conflicted(g int) []storeValue {
+	if r.current == nil {
+		return nil
+	}
+	return r.current[g]
 }
 
 // runCAS sends calls in one pipeline (in a cluster, go-redis sends each to
@@ -427,7 +437,9 @@ func parseCAS(v any, groups []int) (casReply, error) {
 		return r, fmt.Errorf("cas script: TIME: %w", err)
 	}
 	r.timeNs = sec*1e9 + usec*1e3
-	r.current = make([][]storeValue, len(groups))
+	if len(arr) > 2 {
+		r.current = make([][]storeValue, len(groups))
+	}
 	for i := 2; i < len(arr); i += 2 {
 		g64, err := replyInt(arr[i])
 		if err != nil || g64 < 1 || g64 > int64(len(groups)) || i+1 == len(arr) || r.current[g64-1] != nil {

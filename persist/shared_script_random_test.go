@@ -196,7 +196,7 @@ func casRandom(t *testing.T, c *redis.Client) {
 			jsonTrials++
 		}
 		for gi, g := range groups {
-			cur := replies[0].current[gi]
+			cur := replies[0].conflicted(gi)
 			if (cur != nil) != wantConflict[gi] {
 				t.Fatalf("trial %d (codes %s): group %d conflicted %v, want %v", trial, call.codes, gi+1, cur != nil, wantConflict[gi])
 			}

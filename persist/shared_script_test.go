@@ -78,14 +78,14 @@ func TestCASScriptPaths(t *testing.T) {
 		t.Fatal(errs[0])
 	}
 	for i, g := range groups {
-		if cur := replies[0].current[i]; (cur != nil) != conflicted[g[0].key] {
+		if cur := replies[0].conflicted(i); (cur != nil) != conflicted[g[0].key] {
 			t.Errorf("group %s: current %+v, conflicted %v", g[0].key, cur, conflicted[g[0].key])
 		}
 	}
-	if cur := replies[0].current[1]; len(cur) != 1 || cur[0].kind != kindValue || cur[0].val != "2" {
+	if cur := replies[0].conflicted(1); len(cur) != 1 || cur[0].kind != kindValue || cur[0].val != "2" {
 		t.Errorf("v-miss's current value %+v, want 2", cur)
 	}
-	if cur := replies[0].current[8]; len(cur) != 1 || cur[0].kind != kindForeign {
+	if cur := replies[0].conflicted(8); len(cur) != 1 || cur[0].kind != kindForeign {
 		t.Errorf("a-list's current value %+v, want another type", cur)
 	}
 	want := map[string]string{"v-set": "11", "v-miss": "2", "v-keep": "4", "a-new": "55", "a-exists": "5", "pair-v": "77", "pair-a": "88", "last": "99"}
