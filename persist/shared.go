@@ -86,7 +86,7 @@ type Shared struct {
 
 	down  atomic.Bool
 	clock *sharedClock
-	deny  denyCache
+	deny  *denyCache
 	stats sharedCounters
 
 	// ops are operations answered and released, for reuse (newOp,
@@ -205,7 +205,7 @@ func NewShared(client redis.UniversalClient, opts SharedOptions) *Shared {
 		ctx:     ctx,
 		cancel:  cancel,
 		clock:   newSharedClock(),
-		deny:    denyCache{m: make(map[string]denyEntry), max: opts.CacheKeys},
+		deny:    newDenyCache(opts.CacheKeys, denyBuckets),
 	}
 	s.b = newBatcher(s, opts.CacheKeys)
 	return s

@@ -3,8 +3,10 @@ package persist
 import (
 	"context"
 	"encoding/binary"
+	"hash/maphash"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cellserver/cellserver/engine"
 	"github.com/redis/go-redis/v9"
@@ -22,9 +24,75 @@ import (
 // instance's is not seen: the README says so). It is safe for concurrent
 // use.
 type denyCache struct {
-	mu  sync.Mutex // guards m
+	mu  sync.Mutex // guards m and counts, and the writes to present
 	m   map[string]denyEntry
 	max int
+
+	// Keys hash to one of len(counts) buckets; counts is how many of m's
+	// keys each holds, and present has a bucket's bit set while its
+	// count is not 0. A lookup whose bit is clear misses without the
+	// lock or the map, the common case when few keys are refused; a bit
+	// read while it changes only costs the round trip a miss costs.
+	seed    maphash.Seed
+	present []atomic.Uint64
+	counts  []uint32
+}
+
+// denyBuckets is how many buckets a deny cache's filter has: its bits
+// take 32 KiB.
+const denyBuckets = 1 << 18
+
+// newDenyCache returns an empty deny cache of at most max keys (none when
+// max is 0 or less), its filter of buckets buckets (a multiple of 64).
+func newDenyCache(max, buckets int) *denyCache {
+	return &denyCache{
+		m:       make(map[string]denyEntry),
+		max:     max,
+		seed:    maphash.MakeSeed(),
+		present: make([]atomic.Uint64, buckets/64),
+		counts:  make([]uint32, buckets),
+	}
+}
+
+// bucket is key's bucket.
+func (c *denyCache) bucket(key string) uint64 {
+	return maphash.String(c.seed, key) % uint64(len(c.counts))
+}
+
+// mayHold reports whether key may be in the cache: false is certain.
+func (c *denyCache) mayHold(key string) bool {
+	b := c.bucket(key)
+	return c.present[b/64].Load()&(1<<(b%64)) != 0
+}
+
+// insert adds a key that is not in m. c.mu is held.
+func (c *denyCache) insert(key string, e denyEntry) {
+	c.m[key] = e
+	b := c.bucket(key)
+	if c.counts[b]++; c.counts[b] == 1 {
+		c.present[b/64].Or(1 << (b % 64))
+	}
+}
+
+// remove deletes key from m, if it is there. c.mu is held.
+func (c *denyCache) remove(key string) {
+	if _, ok := c.m[key]; !ok {
+		return
+	}
+	delete(c.m, key)
+	b := c.bucket(key)
+	if c.counts[b]--; c.counts[b] == 0 {
+		c.present[b/64].And(^uint64(1 << (b % 64)))
+	}
+}
+
+// removeAll empties m. c.mu is held.
+func (c *denyCache) removeAll() {
+	clear(c.m)
+	clear(c.counts)
+	for i := range c.present {
+		c.present[i].Store(0)
+	}
 }
 
 // denyEntry is one remembered refusal.
@@ -64,22 +132,25 @@ func (c *denyCache) add(op *sharedOp) {
 	}
 	if c.max > 0 && len(c.m) >= c.max {
 		for k := range c.m {
-			delete(c.m, k)
+			c.remove(k)
 			break
 		}
 	}
 	key = strings.Clone(key)
 	e.state.Key = key
-	c.m[key] = e
+	c.insert(key, e)
 }
 
 // lookup decides op from a remembered refusal at now, if one applies and
 // the decision is still a refusal.
 func (c *denyCache) lookup(op *sharedOp, now int64) (engine.Decision, bool) {
+	if !c.mayHold(op.keys[0]) {
+		return engine.Decision{}, false
+	}
 	c.mu.Lock()
 	e, ok := c.m[op.keys[0]]
 	if ok && now >= e.until {
-		delete(c.m, op.keys[0])
+		c.remove(op.keys[0])
 		ok = false
 	}
 	c.mu.Unlock()
@@ -104,11 +175,13 @@ func (c *denyCache) drop(keys []string, all bool) {
 		return
 	}
 	if all {
-		clear(c.m)
+		c.removeAll()
 		return
 	}
 	for _, k := range keys {
-		delete(c.m, k)
+		if c.mayHold(k) {
+			c.remove(k)
+		}
 	}
 }
 

@@ -1,6 +1,8 @@
 package persist
 
 import (
+	"math/rand/v2"
+	"strconv"
 	"testing"
 	"time"
 
@@ -77,7 +79,7 @@ func refusedOp(op *sharedOp, key string, now int64) {
 // refused from it.
 func TestDenyCacheKeepsItsOwnKeys(t *testing.T) {
 	now := time.Now().UnixNano()
-	c := denyCache{m: map[string]denyEntry{}, max: 100}
+	c := newDenyCache(100, denyBuckets)
 	a, b := new(sharedOp), new(sharedOp)
 	refusedOp(a, "k1", now)
 	c.add(a)
@@ -104,4 +106,66 @@ func keysOf(m map[string]denyEntry) []string {
 		ks = append(ks, k)
 	}
 	return ks
+}
+
+// TestDenyCacheFilter: random refusals remembered, looked up (some past
+// their time), dropped, evicted (the cache holds at most 20 keys) and
+// cleared, in a filter of 64 buckets so that keys share them: after every
+// step, each bucket's count is the number of keys it holds and its bit is
+// set exactly when that is not 0, and a key remembered is always found
+// (the filter never hides one).
+func TestDenyCacheFilter(t *testing.T) {
+	now := time.Now().UnixNano()
+	c := newDenyCache(20, 64)
+	shared := false // some bucket held two keys at once
+	rng := rand.New(rand.NewPCG(3, 4))
+	op := new(sharedOp)
+	check := func(step int) {
+		t.Helper()
+		counts := map[uint64]uint32{}
+		for k := range c.m {
+			counts[c.bucket(k)]++
+			if !c.mayHold(k) {
+				t.Fatalf("step %d: %s is held, and the filter says it is not", step, k)
+			}
+		}
+		for b := range uint64(64) {
+			shared = shared || counts[b] > 1
+			bit := c.present[b/64].Load()&(1<<(b%64)) != 0
+			if c.counts[b] != counts[b] || bit != (counts[b] != 0) {
+				t.Fatalf("step %d: bucket %d count %d bit %v, holding %d keys", step, b, c.counts[b], bit, counts[b])
+			}
+		}
+	}
+	for step := range 3000 {
+		key := "k" + strconv.Itoa(rng.IntN(40))
+		switch rng.IntN(5) {
+		case 0, 1:
+			refusedOp(op, key, now)
+			c.add(op)
+			if _, ok := c.m["p:"+key]; !ok {
+				t.Fatalf("step %d: %s not remembered", step, key)
+			}
+		case 2:
+			refusedOp(op, key, now)
+			at := now
+			if rng.IntN(2) == 0 {
+				at += int64(2 * time.Hour) // past the refusal's time: dropped
+			}
+			_, held := c.m["p:"+key]
+			if _, ok := c.lookup(op, at); ok != (held && at == now) {
+				t.Fatalf("step %d: lookup of %s at +%v: %v, held %v", step, key, time.Duration(at-now), ok, held)
+			}
+		case 3:
+			c.drop([]string{"p:" + key, "p:k" + strconv.Itoa(rng.IntN(40))}, false)
+		default:
+			if rng.IntN(20) == 0 {
+				c.clear()
+			}
+		}
+		check(step)
+	}
+	if !shared {
+		t.Error("no bucket held two keys: the counts were not tested")
+	}
 }
