@@ -25,9 +25,9 @@ import (
 // "s". They are the other arguments, one each; or, when every one of them
 // is a decimal number (CL keys, the common case) and the codes end with
 // "j", ARGV[2] is all of them as one JSON array of strings, which the
-// store reads in one cjson.decode instead of parsing and interning an
-// argument per value (a third of the script's cost a key, and most of
-// go-redis's work writing the call).
+// store reads in one cjson.decode instead of parsing an argument per
+// value, and which go-redis writes as one argument instead of three a
+// key.
 //
 // Every key is read at once, with one MGET per 1,000 keys (Lua's unpack
 // takes about 8,000 at most, and a THROTTLE.ALL's group may be larger),
