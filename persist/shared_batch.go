@@ -124,6 +124,8 @@ func (b *batcher) round(ops []*sharedOp) (retry []*sharedOp) {
 		replies, errs := runCAS(ctx, s.client, calls)
 		result <- outcome{replies, errs, sent, s.clock.local()}
 	}()
+	// The store has the round: the last round's ops are released now.
+	b.releaseDone()
 	start := sent
 	timer := time.NewTimer(0)
 	defer timer.Stop()

@@ -28,6 +28,8 @@ type batcher struct {
 	bufs  roundBufs
 	spare []*sharedOp
 	ops   []*sharedOp
+	// done are the ops the last round answered, to release.
+	done []*sharedOp
 	// admitted are the keys of a round's admissions, whose remembered
 	// refusals the round drops at its end.
 	admitted []string
@@ -98,6 +100,7 @@ func (b *batcher) run() {
 	var retry []*sharedOp
 	for {
 		if len(retry) == 0 {
+			b.releaseDone()
 			select {
 			case <-b.wake:
 			case <-b.up:
@@ -157,13 +160,24 @@ func (b *batcher) run() {
 		if len(live) > 0 {
 			retry = b.round(live)
 			// The round is over: what it answered, nothing refers to.
+			// They are released once the next round is sent (or the
+			// batcher waits), not between the reply and the next round.
 			for _, op := range live {
 				if op.answered {
-					s.release(op)
+					b.done = append(b.done, op)
 				}
 			}
 		}
 	}
+}
+
+// releaseDone releases the ops the last round answered.
+func (b *batcher) releaseDone() {
+	for _, op := range b.done {
+		b.s.release(op)
+	}
+	clear(b.done)
+	b.done = b.done[:0]
 }
 
 // storeUp is the batcher's step when the store answers again: the store's
