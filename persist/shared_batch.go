@@ -409,7 +409,9 @@ func (b *batcher) decideGroup(g *group, now int64) {
 // the store down and its ops fall back.
 func (b *batcher) apply(callGroups [][]*group, replies []casReply, errs []error, sent, recv time.Duration) (retry []*sharedOp) {
 	s := b.s
-	decided := 0
+	// Counted before any is answered: whoever gets an answer finds it
+	// counted.
+	s.stats.decided(b.tally(callGroups, replies, errs))
 	for c, groups := range callGroups {
 		if errs[c] != nil {
 			s.log.Debug("shared store call failed", "err", errs[c])
@@ -440,7 +442,6 @@ func (b *batcher) apply(callGroups [][]*group, replies []casReply, errs []error,
 				if op.answered {
 					continue
 				}
-				decided++
 				switch {
 				case op.quantity < 0:
 					// A refund makes the key laxer (one past the
@@ -474,8 +475,37 @@ func (b *batcher) apply(callGroups [][]*group, replies []casReply, errs []error,
 		clear(b.admitted)
 		b.admitted = b.admitted[:0]
 	}
-	s.stats.decided(decided)
 	return retry
+}
+
+// tally returns how many ops the round's replies decide (those of the
+// groups written). It also reads, first, the value cache entry and the
+// first op of every single-key group, which the batcher's goroutine may
+// have last touched on another core: their cache misses overlap, instead
+// of coming one after the other as apply answers the ops.
+func (b *batcher) tally(callGroups [][]*group, replies []casReply, errs []error) int {
+	n := 0
+	var touched uint64
+	for c, groups := range callGroups {
+		if errs[c] != nil {
+			continue
+		}
+		for gi, g := range groups {
+			if g.slot >= 0 {
+				touched += b.cache.slots[g.slot].hash
+			}
+			if replies[c].conflicted(gi) != nil {
+				continue
+			}
+			for _, op := range g.ops {
+				if !op.answered {
+					n++
+				}
+			}
+		}
+	}
+	b.touched += touched
+	return n
 }
 
 // cacheGroup remembers the values of g's keys.
