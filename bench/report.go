@@ -97,8 +97,8 @@ func (rep *report) throughputPhase(ctx context.Context, t tools, sup *supervisor
 	}{
 		{onCellserver, bin, cellArgs},
 		{onBaseline, rep.opts.baselineBin, nil},
-		{onShared, bin, sharedArgs(rds.addr, sharedPrefix)},
-		{onSharedBase, rep.opts.baselineBin, sharedArgs(rds.addr, sharedBasePrefix)},
+		{onShared, bin, sharedArgs(rds.addr)},
+		{onSharedBase, rep.opts.baselineBin, sharedArgs(rds.addr)},
 	} {
 		if !needed[c.server] {
 			continue
@@ -262,8 +262,9 @@ func (rep *report) String() string {
 			}
 		}
 		if rep.hasServer(onShared) {
-			b.WriteString("shared: a cellserver in shared mode (" + strings.Join(sharedArgs("<that redis-server>", sharedPrefix), " ") + "):\n" +
-				"every decision is checked and written by its compare-and-set script on the Redis that runs the scripts,\n" +
+			b.WriteString("shared: a cellserver in shared mode (" + strings.Join(sharedArgs("<that redis-server>"), " ") + ", no key prefix,\n" +
+				"so its keys there are named as the client names them, as long as the scripts'): every decision is checked\n" +
+				"and written by its compare-and-set script on the Redis that runs the scripts,\n" +
 				"batched per round trip; decisions/trip is INFO persistence's shared_decisions / shared_round_trips over the run;\n" +
 				"store µs/req is that redis-server's CPU per request over the run.\n")
 		}
@@ -271,7 +272,7 @@ func (rep *report) String() string {
 			fmt.Fprintf(&b, "%s: the cellserver built as %s (%s), tests named %s, run right after the current one's",
 				onBaseline, o.baselineBin, binaryVersion(o.baselineBin), "<test>"+baselineSuffix)
 			if rep.hasServer(onSharedBase) {
-				fmt.Fprintf(&b, "; %s: it in shared mode on the same Redis, under --backing-prefix %s", onSharedBase, sharedBasePrefix)
+				fmt.Fprintf(&b, "; %s: it in shared mode on the same Redis, on keys of its own (a %q for the current one's first letter)", onSharedBase, baseKey("s"))
 			}
 			b.WriteString(".\n")
 		}

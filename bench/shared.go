@@ -6,20 +6,19 @@ import (
 	"strconv"
 )
 
-// The --backing-prefix of the shared-mode cellservers, the current one and
-// the baseline, so that each one's keys in the Redis they share with the
-// scripts are its own.
-const (
-	sharedPrefix     = "bench:shared:"
-	sharedBasePrefix = "bench:shared-base:"
-)
-
 // sharedArgs are the arguments that make a cellserver decide in the Redis at
-// redisAddr (shared mode), as many instances would share it, its keys under
-// prefix.
-func sharedArgs(redisAddr, prefix string) []string {
-	return []string{"--backing-mode", "shared", "--backing-redis", "redis://" + redisAddr, "--backing-prefix", prefix}
+// redisAddr (shared mode), as many instances would share it, with the
+// default --backing-prefix (none): its keys in the store are named as the
+// client names them, as long as the scripts' keys. The shared-mode
+// baseline's tests use keys of their own (baseKey).
+func sharedArgs(redisAddr string) []string {
+	return []string{"--backing-mode", "shared", "--backing-redis", "redis://" + redisAddr}
 }
+
+// baseKey is the key a shared-mode test's run on the baseline uses instead
+// of key: as long, and not one the current cellserver's tests use in the
+// Redis they share (theirs start with "sh").
+func baseKey(key string) string { return "b" + key[1:] }
 
 // sharedCounters are the counters of a shared-mode cellserver's INFO
 // persistence that a run's figures are taken from.

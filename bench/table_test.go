@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -220,6 +221,39 @@ func TestFormatCPU(t *testing.T) {
 	for in, want := range map[float64]string{0: "0.00", 3.126: "3.13", 12.5: "12.50", math.NaN(): "-"} {
 		if got := formatCPU(in); got != want {
 			t.Errorf("formatCPU(%v) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestStoreKeysApart: the tests that share the scripts' Redis (the
+// scripts, and the shared-mode cellservers, which run with no key prefix)
+// each have keys of their own, and the shared rows' keys are as long as the
+// scripts' they are compared with.
+func TestStoreKeysApart(t *testing.T) {
+	if slices.Contains(sharedArgs("r:1"), "--backing-prefix") {
+		t.Fatalf("shared args %v: the shared rows run with the default prefix", sharedArgs("r:1"))
+	}
+	keyOf := map[string]string{}
+	owner := map[string]string{}
+	for _, tc := range benchTests(scripts{gcra: "g", zset: "z"}, optionalServers{baseline: true}) {
+		if tc.server != onRedis && !isShared(tc.server) {
+			continue
+		}
+		key := tc.command[1]
+		if tc.server == onRedis && tc.name != "SET" {
+			key = tc.command[3] // EVALSHA sha 1 key
+		}
+		if prev, ok := owner[key]; ok {
+			t.Errorf("%s and %s both use %s", prev, tc.name, key)
+		}
+		owner[key], keyOf[tc.name] = tc.name, key
+	}
+	for shared, script := range map[string]string{
+		"shared CL.THROTTLE": "GCRA.lua", "shared CL.THROTTLE@base": "GCRA.lua",
+		"shared SW.THROTTLE": "ZSET.lua", "shared SW.THROTTLE@base": "ZSET.lua",
+	} {
+		if len(keyOf[shared]) != len(keyOf[script]) {
+			t.Errorf("%s's key %q and %s's %q are not as long", shared, keyOf[shared], script, keyOf[script])
 		}
 	}
 }

@@ -94,6 +94,11 @@ func benchTests(sc scripts, with optionalServers) []benchTest {
 		}
 		base := tc
 		base.name, base.server = tc.name+baselineSuffix, baseServer
+		if baseServer == onSharedBase {
+			// The same Redis as the current one's: keys of its own.
+			base.command = slices.Clone(tc.command)
+			base.command[1] = baseKey(tc.command[1])
+		}
 		tc.versus = append(append([]string(nil), tc.versus...), base.name)
 		tests = append(tests, tc, base)
 	}
