@@ -99,6 +99,7 @@ type sharedOp struct {
 	op       engine.Op
 	rules    []engine.Rule // keys copied from the caller's
 	keys     []string      // the store's keys (prefixed)
+	hash     uint64        // the value cache's hash of keys[0], for an op of one key
 	quantity int64
 	deadline time.Duration // on the clock's local(): monotonic, one read per op
 
@@ -404,6 +405,11 @@ func (s *Shared) queued(op *sharedOp) bool {
 		return false
 	}
 	op.setKeys(s.opts.Prefix)
+	if len(op.keys) == 1 {
+		// Here, on the caller's goroutine, not in the batcher's round,
+		// which the store waits for.
+		op.hash = s.b.cache.hash(op.keys[0])
+	}
 	if s.cluster && len(op.keys) > 1 {
 		slot := keySlot(op.keys[0])
 		for _, k := range op.keys[1:] {

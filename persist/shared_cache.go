@@ -67,7 +67,9 @@ func (c *valueCache) reset() {
 	c.live, c.tombs, c.hand = 0, 0, 0
 }
 
-// hash is key's hash, never entryEmpty or entryTomb.
+// hash is key's hash, never entryEmpty or entryTomb. Unlike the rest of
+// the cache, it may be called on any goroutine: it reads only what is set
+// when the cache is made (or, in tests, before it is used).
 func (c *valueCache) hash(key string) uint64 {
 	var h uint64
 	if c.hashOf != nil {
