@@ -2,6 +2,7 @@ package persist
 
 import (
 	"context"
+	"runtime"
 	"slices"
 	"time"
 
@@ -124,7 +125,9 @@ func (b *batcher) round(ops []*sharedOp) (retry []*sharedOp) {
 		replies, errs := runCAS(ctx, s.client, calls)
 		result <- outcome{replies, errs, sent, s.clock.local()}
 	}()
-	// The store has the round: the last round's ops are released now.
+	// The call's goroutine runs first (go puts it next on this P), so
+	// that the call is written before the last round's ops are released.
+	runtime.Gosched()
 	b.releaseDone()
 	start := sent
 	timer := time.NewTimer(0)
@@ -194,7 +197,7 @@ func (b *batcher) groupOps(ops []*sharedOp) []*group {
 	hashes := grow(rb.hashes, len(ops))
 	var touched uint64
 	for i, op := range ops {
-		hashes[i] = c.hash(op.keys[0])
+		hashes[i] = op.hash // queued computed it
 		touched += c.touch(hashes[i])
 	}
 	rb.hashes, b.touched = hashes, touched

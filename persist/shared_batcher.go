@@ -100,15 +100,21 @@ func (b *batcher) run() {
 	var retry []*sharedOp
 	for {
 		if len(retry) == 0 {
-			b.releaseDone()
 			select {
 			case <-b.wake:
-			case <-b.up:
-				b.storeUp()
-				continue
-			case <-s.stop:
-				b.drain(nil)
-				return
+			default:
+				// Nothing queued: the batcher waits, having released
+				// the last round's ops.
+				b.releaseDone()
+				select {
+				case <-b.wake:
+				case <-b.up:
+					b.storeUp()
+					continue
+				case <-s.stop:
+					b.drain(nil)
+					return
+				}
 			}
 		}
 		select {
