@@ -405,11 +405,6 @@ func (s *Shared) queued(op *sharedOp) bool {
 		return false
 	}
 	op.setKeys(s.opts.Prefix)
-	if len(op.keys) == 1 {
-		// Here, on the caller's goroutine, not in the batcher's round,
-		// which the store waits for.
-		op.hash = s.b.cache.hash(op.keys[0])
-	}
 	if s.cluster && len(op.keys) > 1 {
 		slot := keySlot(op.keys[0])
 		for _, k := range op.keys[1:] {
@@ -425,6 +420,11 @@ func (s *Shared) queued(op *sharedOp) bool {
 			op.finish(d, nil)
 			return false
 		}
+	}
+	if len(op.keys) == 1 {
+		// Here, on the caller's goroutine, not in the batcher's round,
+		// which the store waits for.
+		op.hash = s.b.cache.hash(op.keys[0])
 	}
 	op.deadline = local + s.opts.Timeout
 	if !s.b.enqueue(op) {

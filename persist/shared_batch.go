@@ -126,7 +126,8 @@ func (b *batcher) round(ops []*sharedOp) (retry []*sharedOp) {
 		result <- outcome{replies, errs, sent, s.clock.local()}
 	}()
 	// The call's goroutine runs first (go puts it next on this P), so
-	// that the call is written before the last round's ops are released.
+	// that the call is usually written before the last round's ops are
+	// released (which it does not read: nothing orders the two).
 	runtime.Gosched()
 	b.releaseDone()
 	start := sent
@@ -482,10 +483,11 @@ func (b *batcher) apply(callGroups [][]*group, replies []casReply, errs []error,
 }
 
 // tally returns how many ops the round's replies decide (those of the
-// groups written). It also reads, first, the value cache entry and the
-// first op of every single-key group, which the batcher's goroutine may
-// have last touched on another core: their cache misses overlap, instead
-// of coming one after the other as apply answers the ops.
+// groups written). It also reads, first, the value cache entry of every
+// single-key group, and the ops of the groups written, which the
+// batcher's goroutine may have last touched on another core: their cache
+// misses overlap, instead of coming one after the other as apply answers
+// the ops.
 func (b *batcher) tally(callGroups [][]*group, replies []casReply, errs []error) int {
 	n := 0
 	var touched uint64
