@@ -19,13 +19,16 @@ func TestProcessCPU(t *testing.T) {
 	// the loop little of its wall time: it runs until the count grows, or
 	// for 10 s at most.
 	before := processCPU(os.Getpid())
+	if math.IsNaN(before) {
+		t.Fatal("processCPU of this process is NaN")
+	}
 	after := before
 	for start := time.Now(); !(after > before) && time.Since(start) < 10*time.Second; {
 		for spin := time.Now(); time.Since(spin) < 20*time.Millisecond; {
 		}
 		after = processCPU(os.Getpid())
 	}
-	if math.IsNaN(before) || !(after > before) {
+	if !(after > before) {
 		t.Errorf("CPU time %v µs, then %v µs after 10s busy", before, after)
 	}
 	if !math.IsNaN(processCPU(0)) {
