@@ -484,10 +484,10 @@ func (b *batcher) apply(callGroups [][]*group, replies []casReply, errs []error,
 
 // tally returns how many ops the round's replies decide (those of the
 // groups written). It also reads, first, the value cache entry of every
-// single-key group, and the ops of the groups written, which the
-// batcher's goroutine may have last touched on another core: their cache
-// misses overlap, instead of coming one after the other as apply answers
-// the ops.
+// single-key group, and the ops of the groups written, which the round
+// trip may have let leave this core's cache (the connections' goroutines
+// and the store run meanwhile): their cache misses overlap, instead of
+// coming one after the other as apply answers the ops.
 func (b *batcher) tally(callGroups [][]*group, replies []casReply, errs []error) int {
 	n := 0
 	var touched uint64

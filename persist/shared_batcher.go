@@ -33,8 +33,8 @@ type batcher struct {
 	// admitted are the keys of a round's admissions, whose remembered
 	// refusals the round drops at its end.
 	admitted []string
-	// touched keeps what groupOps's first reading of the entries gives,
-	// so that the reads are not optimized away.
+	// touched keeps what the first readings of the entries give (groupOps,
+	// tally), so that the reads are not optimized away.
 	touched uint64
 }
 
