@@ -49,6 +49,9 @@ type SharedOptions struct {
 	Local *engine.Engine
 	// NoDenyCache turns off the deny cache.
 	NoDenyCache bool
+	// ScriptOnly makes every compare-and-set go through the script, even on
+	// a store with a compare-and-set of its own (SET IFEQ).
+	ScriptOnly bool
 	// CacheKeys bounds the keys whose values are cached; 0 means 100,000.
 	CacheKeys int
 	// Logger gets the store going down and coming back (once each); nil
@@ -84,10 +87,13 @@ type Shared struct {
 	wg     sync.WaitGroup // every goroutine Shared starts
 	pubsub *redis.PubSub
 
-	down  atomic.Bool
-	clock *sharedClock
-	deny  *denyCache
-	stats sharedCounters
+	down atomic.Bool
+	// native: the store has a compare-and-set of its own (SET IFEQ), which
+	// single-key groups use instead of the script.
+	native atomic.Bool
+	clock  *sharedClock
+	deny   *denyCache
+	stats  sharedCounters
 
 	// ops are operations answered and released, for reuse (newOp,
 	// release): a decision then costs no allocation of its own.
@@ -125,6 +131,10 @@ type sharedOp struct {
 	at       int64         // the time decided at
 	state    engine.Record // the key's state after a single-key refusal
 	answered bool
+	// viaScript: the op's last compare-and-set was a native SET that
+	// conflicted; its next goes through the script, which returns the
+	// key's current state.
+	viaScript bool
 	// abandoned: the op's round ended without its reply, and the call
 	// may still be being sent, reading the op's keys: they are not reused.
 	abandoned bool
@@ -248,6 +258,9 @@ func (s *Shared) connect(ctx context.Context) error {
 	defer cancel()
 	if err := casScript.Load(ctx, s.client).Err(); err != nil {
 		return err
+	}
+	if !s.opts.ScriptOnly {
+		s.native.Store(s.probeNative(ctx))
 	}
 	for range clockSamples {
 		sent := s.clock.local()
@@ -523,6 +536,9 @@ func (s *Shared) probe() {
 			}
 			ctx, cancel := context.WithTimeout(s.ctx, s.opts.Timeout)
 			err := casScript.Load(ctx, s.client).Err() // a PING that also reloads the script
+			if err == nil && !s.opts.ScriptOnly {
+				s.native.Store(s.probeNative(ctx))
+			}
 			cancel()
 			if err == nil {
 				select {

@@ -46,6 +46,8 @@ type roundBufs struct {
 	calls      []*casCall
 	callGroups [][]*group
 	ncalls     int
+	natives    []*nativeCmd
+	nnative    int
 }
 
 // call returns the round's next call, empty.
@@ -85,11 +87,17 @@ func (b *batcher) round(ops []*sharedOp) (retry []*sharedOp) {
 	// One call per hash slot (one in all on a single Redis), split at
 	// maxCallKeys.
 	rb.ncalls = 0
+	rb.nnative = 0
 	var bySlot map[int]int
 	if s.cluster {
 		bySlot = map[int]int{}
 	}
+	native := s.native.Load()
 	for _, g := range groups {
+		if native && nativeEligible(g) {
+			rb.nativeCmd(g)
+			continue
+		}
 		i, ok := rb.ncalls-1, rb.ncalls > 0
 		if s.cluster {
 			i, ok = bySlot[keySlot(g.keys[0])]
@@ -108,10 +116,13 @@ func (b *batcher) round(ops []*sharedOp) (retry []*sharedOp) {
 		rb.callGroups[i] = append(rb.callGroups[i], g)
 	}
 	calls, callGroups := rb.calls[:rb.ncalls], rb.callGroups[:rb.ncalls]
+	natives := rb.natives[:rb.nnative]
 
 	type outcome struct {
 		replies []casReply
 		errs    []error
+		timeNs  int64
+		timeErr error
 		sent    time.Duration
 		recv    time.Duration
 	}
@@ -122,8 +133,8 @@ func (b *batcher) round(ops []*sharedOp) (retry []*sharedOp) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		replies, errs := runCAS(ctx, s.client, calls)
-		result <- outcome{replies, errs, sent, s.clock.local()}
+		replies, errs, timeNs, timeErr := runCAS(ctx, s.client, calls, natives, s.cluster)
+		result <- outcome{replies, errs, timeNs, timeErr, sent, s.clock.local()}
 	}()
 	// The call's goroutine runs first (go puts it next on this P), so
 	// that the call is usually written before the last round's ops are
@@ -147,7 +158,11 @@ func (b *batcher) round(ops []*sharedOp) (retry []*sharedOp) {
 		case out := <-result:
 			s.stats.roundTrips.Add(1)
 			s.stats.latency(out.recv - out.sent)
-			return b.apply(callGroups, out.replies, out.errs, out.sent, out.recv)
+			// Counted before any is answered: whoever gets an answer
+			// finds it counted.
+			s.stats.decided(b.tally(callGroups, out.replies, out.errs) + tallyNative(natives))
+			retry := b.apply(callGroups, out.replies, out.errs, out.sent, out.recv)
+			return b.applyNative(natives, out.timeNs, out.timeErr, out.sent, out.recv, retry)
 		case <-s.stop:
 			// Close: the reply may never come (a client without
 			// ContextTimeoutEnabled waits out its ReadTimeout).
@@ -413,9 +428,6 @@ func (b *batcher) decideGroup(g *group, now int64) {
 // the store down and its ops fall back.
 func (b *batcher) apply(callGroups [][]*group, replies []casReply, errs []error, sent, recv time.Duration) (retry []*sharedOp) {
 	s := b.s
-	// Counted before any is answered: whoever gets an answer finds it
-	// counted.
-	s.stats.decided(b.tally(callGroups, replies, errs))
 	for c, groups := range callGroups {
 		if errs[c] != nil {
 			s.log.Debug("shared store call failed", "err", errs[c])
@@ -441,37 +453,50 @@ func (b *batcher) apply(callGroups [][]*group, replies []casReply, errs []error,
 				}
 				continue
 			}
-			b.cacheGroup(g, g.finals)
-			for _, op := range g.ops {
-				if op.answered {
-					continue
-				}
-				switch {
-				case op.quantity < 0:
-					// A refund makes the key laxer (one past the
-					// key's state deletes it, with an error): no
-					// instance may go on refusing from a remembered
-					// state.
-					s.invalidate(op.keys)
-				case op.err != nil:
-				case op.d.Limited:
-					// A refusal makes no key laxer; the deny cache
-					// remembers the ones it can answer.
-					if op.denyable() && !s.opts.NoDenyCache {
-						s.deny.add(op)
-					}
-				default:
-					// An admission under another window of the same
-					// family can make the key laxer for the rule a
-					// refusal was remembered under (it starts a new
-					// count, or drops older requests). The round's
-					// admissions drop theirs at once, below: one lock.
-					b.admitted = append(b.admitted, op.keys...)
-				}
-				op.finish(op.d, op.err)
-			}
+			b.written(g)
 		}
 	}
+	b.dropAdmitted()
+	return retry
+}
+
+// written answers the ops of a group the store wrote.
+func (b *batcher) written(g *group) {
+	s := b.s
+	b.cacheGroup(g, g.finals)
+	for _, op := range g.ops {
+		if op.answered {
+			continue
+		}
+		switch {
+		case op.quantity < 0:
+			// A refund makes the key laxer (one past the
+			// key's state deletes it, with an error): no
+			// instance may go on refusing from a remembered
+			// state.
+			s.invalidate(op.keys)
+		case op.err != nil:
+		case op.d.Limited:
+			// A refusal makes no key laxer; the deny cache
+			// remembers the ones it can answer.
+			if op.denyable() && !s.opts.NoDenyCache {
+				s.deny.add(op)
+			}
+		default:
+			// An admission under another window of the same
+			// family can make the key laxer for the rule a
+			// refusal was remembered under (it starts a new
+			// count, or drops older requests). The round's
+			// admissions drop theirs at once, below: one lock.
+			b.admitted = append(b.admitted, op.keys...)
+		}
+		op.finish(op.d, op.err)
+	}
+}
+
+// dropAdmitted drops the remembered refusals of the round's admissions.
+func (b *batcher) dropAdmitted() {
+	s := b.s
 	if len(b.admitted) > 0 {
 		// Dropping a remembered refusal is always safe: at worst one
 		// made in this round too costs its next request a round trip.
@@ -479,7 +504,6 @@ func (b *batcher) apply(callGroups [][]*group, replies []casReply, errs []error,
 		clear(b.admitted)
 		b.admitted = b.admitted[:0]
 	}
-	return retry
 }
 
 // tally returns how many ops the round's replies decide (those of the

@@ -130,16 +130,40 @@ func runExact(t *testing.T, insts []*Shared, rdb redis.Cmdable, tag string) {
 // TestSharedExactAcrossInstances: three instances on one Redis admit
 // exactly the limit between them, with the deny cache and without it
 // (every call then goes to the store).
+// On Valkey the single keys are checked and written by SET IFEQ and NX
+// (shared_native.go), which Stats counts.
 func TestSharedExactAcrossInstances(t *testing.T) {
-	for _, noDeny := range []bool{false, true} {
-		t.Run("NoDenyCache="+strconv.FormatBool(noDeny), func(t *testing.T) {
-			srv := redistest.Start(t)
-			insts := startInstances(t, 3, noDeny, func() redis.UniversalClient {
-				return redis.NewClient(&redis.Options{Addr: srv.Addr})
+	for _, store := range sharedStores() {
+		for _, noDeny := range []bool{false, true} {
+			t.Run(store.name+"/NoDenyCache="+strconv.FormatBool(noDeny), func(t *testing.T) {
+				srv := store.start(t)
+				insts := startInstances(t, 3, noDeny, func() redis.UniversalClient {
+					return redis.NewClient(&redis.Options{Addr: srv.Addr})
+				})
+				runExact(t, insts, srv.Client(t), "")
+				var sets int64
+				for _, s := range insts {
+					sets += s.Stats().NativeSets
+				}
+				if store.native != (sets > 0) {
+					t.Fatalf("%s: %d SETs outside the script, want them only where the store has SET IFEQ", store.name, sets)
+				}
 			})
-			runExact(t, insts, srv.Client(t), "")
-		})
+		}
 	}
+}
+
+// sharedStore is a server the shared tests run on.
+type sharedStore struct {
+	name   string
+	start  func(testing.TB) *redistest.Server
+	native bool // it has SET IFEQ
+}
+
+// sharedStores are Redis (7.0 on Debian 12: every key through the script)
+// and Valkey (8.1: single keys by SET IFEQ).
+func sharedStores() []sharedStore {
+	return []sharedStore{{"redis", redistest.Start, false}, {"valkey", redistest.StartValkey, true}}
 }
 
 // TestSharedExactCluster: the same on a three-node Redis Cluster, with the

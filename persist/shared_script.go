@@ -391,7 +391,7 @@ func (r *casReply) conflicted(g int) []storeValue {
 // its slot's node, in parallel) with EVALSHA, and again with EVAL those
 // that met NOSCRIPT (a flushed script cache, a failover). It returns one
 // reply or error per call.
-func runCAS(ctx context.Context, client redis.UniversalClient, calls []*casCall) ([]casReply, []error) {
+func runCAS(ctx context.Context, client redis.UniversalClient, calls []*casCall, natives []*nativeCmd, cluster bool) ([]casReply, []error, int64, error) {
 	replies, errs := make([]casReply, len(calls)), make([]error, len(calls))
 	cmds := make([]*redis.Cmd, len(calls))
 	pipe := client.Pipeline()
@@ -399,7 +399,21 @@ func runCAS(ctx context.Context, client redis.UniversalClient, calls []*casCall)
 		cmds[i] = c.command(ctx, "evalsha", casScript.Hash())
 		_ = pipe.Process(ctx, cmds[i])
 	}
+	var timeCmd *redis.TimeCmd
+	if len(natives) > 0 {
+		timeCmd = redis.NewTimeCmd(ctx, "time")
+		_ = pipe.Process(ctx, timeCmd)
+		for _, n := range natives {
+			_ = pipe.Process(ctx, n.command(ctx, cluster))
+		}
+	}
 	pipe.Exec(ctx) // each command's error is looked at
+	var timeNs int64
+	var timeErr error
+	if timeCmd != nil {
+		t, err := timeCmd.Result()
+		timeNs, timeErr = t.UnixNano(), err
+	}
 	var again []int
 	for i, cmd := range cmds {
 		if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
@@ -421,7 +435,7 @@ func runCAS(ctx context.Context, client redis.UniversalClient, calls []*casCall)
 		}
 		replies[i], errs[i] = parseCAS(cmd.Val(), calls[i].groups)
 	}
-	return replies, errs
+	return replies, errs, timeNs, timeErr
 }
 
 // parseCAS reads the script's reply.

@@ -164,7 +164,7 @@ func casRandom(t *testing.T, c *redis.Client) {
 		for _, g := range groups {
 			call.add(g)
 		}
-		replies, errs := runCAS(ctx, c, []*casCall{call})
+		replies, errs, _, _ := runCAS(ctx, c, []*casCall{call}, nil, false)
 		if errs[0] != nil {
 			t.Fatalf("trial %d: %v (codes %s)", trial, errs[0], call.codes)
 		}

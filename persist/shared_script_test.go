@@ -73,7 +73,7 @@ func TestCASScriptPaths(t *testing.T) {
 	for _, g := range groups {
 		call.add(g)
 	}
-	replies, errs := runCAS(ctx, c, []*casCall{call})
+	replies, errs, _, _ := runCAS(ctx, c, []*casCall{call}, nil, false)
 	if errs[0] != nil {
 		t.Fatal(errs[0])
 	}

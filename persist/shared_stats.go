@@ -28,6 +28,9 @@ type SharedStats struct {
 	// Conflicts is the number of groups whose compare-and-set found other
 	// values than expected (their operations were decided again).
 	Conflicts int64
+	// NativeSets is the number of single-key compare-and-sets sent as the
+	// store's own SET IFEQ or NX instead of through the script.
+	NativeSets int64
 	// Timeouts is the number of operations that waited Timeout and were
 	// answered without the store.
 	Timeouts int64
@@ -48,6 +51,7 @@ type sharedCounters struct {
 	perRoundTrip                  [BatchBuckets]atomic.Int64
 	latencySum, latencyMax        atomic.Int64
 	denyHits, conflicts, timeouts atomic.Int64
+	nativeSets                    atomic.Int64
 	downs, localDecisions         atomic.Int64
 }
 
@@ -82,6 +86,7 @@ func (s *Shared) Stats() SharedStats {
 		StoreLatencyMax: time.Duration(c.latencyMax.Load()),
 		DenyCacheHits:   c.denyHits.Load(),
 		Conflicts:       c.conflicts.Load(),
+		NativeSets:      c.nativeSets.Load(),
 		Timeouts:        c.timeouts.Load(),
 		StoreDown:       s.down.Load(),
 		Downs:           c.downs.Load(),

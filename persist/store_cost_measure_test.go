@@ -97,7 +97,7 @@ func TestStoreCostPerKey(t *testing.T) {
 // every group was written.
 func runStoreCall(t *testing.T, c *redis.Client, call *casCall) {
 	t.Helper()
-	replies, errs := runCAS(context.Background(), c, []*casCall{call})
+	replies, errs, _, _ := runCAS(context.Background(), c, []*casCall{call}, nil, false)
 	if errs[0] != nil {
 		t.Fatal(errs[0])
 	}

@@ -125,6 +125,26 @@ func TestRunSharedExact(t *testing.T) {
 	checkNoFallback(t, addrs)
 }
 
+// TestRunSharedExactValkey: the same on Valkey 8.1, where the instances
+// check and write single keys with its own SET IFEQ (INFO's
+// shared_native_sets) rather than the script.
+func TestRunSharedExactValkey(t *testing.T) {
+	t.Parallel()
+	store := redistest.StartValkey(t)
+	var addrs []string
+	for range 3 {
+		addrs = append(addrs, startRun(t, sharedArgs(store.URL()), nil).addr)
+	}
+	runExact(t, addrs, exactCases(""))
+	checkAllOrNothing(t, newClient(t, addrs[1]), "")
+	checkNoFallback(t, addrs)
+	for _, a := range addrs {
+		if v := infoField(t, newClient(t, a), "persistence", "shared_native_sets"); v == "" || v == "0" {
+			t.Errorf("%s: shared_native_sets %q, want SET IFEQ used", a, v)
+		}
+	}
+}
+
 // TestRunSharedExactCluster: the same on a three-node Redis Cluster, with
 // the THROTTLE.ALL's keys sharing a hash tag; keys in different slots get
 // Redis Cluster's CROSSSLOT error and write nothing.

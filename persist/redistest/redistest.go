@@ -56,21 +56,35 @@ func Path(t testing.TB) string {
 // connections. The test's cleanup stops it.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	return start(t, nil)
+	return start(t, Path(t), nil)
+}
+
+// ValkeyPath returns the path of valkey-server (8.1 or later: SET IFEQ),
+// skipping the test (failing it under CI=true) when there is none.
+func ValkeyPath(t testing.TB) string {
+	t.Helper()
+	return testenv.NeedTool(t, "valkey-server", ".ci/valkey builds it from Debian's source")
+}
+
+// StartValkey is Start with valkey-server, a store with a compare-and-set
+// of its own.
+func StartValkey(t testing.TB) *Server {
+	t.Helper()
+	return start(t, ValkeyPath(t), nil)
 }
 
 // StartWith is Start with more redis-server arguments (such as
 // "--databases", "1").
 func StartWith(t testing.TB, args ...string) *Server {
 	t.Helper()
-	return start(t, func() []string { return args })
+	return start(t, Path(t), func() []string { return args })
 }
 
-// start starts redis-server with more arguments; args may add ports, which
-// it calls for each attempt.
-func start(t testing.TB, args func() []string) *Server {
+// start starts the server at path with more arguments; args may add
+// ports, which it calls for each attempt.
+func start(t testing.TB, path string, args func() []string) *Server {
 	t.Helper()
-	s := &Server{t: t, path: Path(t), dir: t.TempDir()}
+	s := &Server{t: t, path: path, dir: t.TempDir()}
 	// The free port is found by listening and closing; another process may
 	// take it in between, so try a few.
 	var lastErr error
@@ -232,18 +246,33 @@ func (p *process) wait() {
 }
 
 // CommandCalls returns how many times the server has run cmd (a lower-case
-// name such as "set"), from INFO commandstats; 0 if never.
+// name such as "set") without an error reply, from INFO commandstats
+// (calls less failed_calls); 0 if never.
 func CommandCalls(ctx context.Context, rdb *redis.Client, cmd string) (int64, error) {
 	info, err := rdb.Info(ctx, "commandstats").Result()
 	if err != nil {
 		return 0, err
 	}
-	prefix := "cmdstat_" + cmd + ":calls="
+	prefix := "cmdstat_" + cmd + ":"
 	for _, line := range strings.Split(info, "\n") {
-		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), prefix); ok {
-			n, _, _ := strings.Cut(rest, ",")
-			return strconv.ParseInt(n, 10, 64)
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), prefix)
+		if !ok {
+			continue
 		}
+		var calls, failed int64
+		for _, field := range strings.Split(rest, ",") {
+			name, v, _ := strings.Cut(field, "=")
+			switch name {
+			case "calls":
+				calls, err = strconv.ParseInt(v, 10, 64)
+			case "failed_calls":
+				failed, err = strconv.ParseInt(v, 10, 64)
+			}
+			if err != nil {
+				return 0, err
+			}
+		}
+		return calls - failed, nil
 	}
 	return 0, nil
 }
@@ -267,7 +296,7 @@ func StartCluster(t testing.TB, n int) []*Server {
 	nodes := make([]*Server, n)
 	buses := make([]string, n) // the cluster bus ports, which CLUSTER MEET needs
 	for i := range nodes {
-		nodes[i] = start(t, func() []string {
+		nodes[i] = start(t, Path(t), func() []string {
 			_, buses[i], _ = net.SplitHostPort(freeAddr(t))
 			return []string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
 				"--cluster-port", buses[i], "--cluster-node-timeout", "5000"}

@@ -1,0 +1,169 @@
+package persist
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A store with a compare-and-set of its own (SET IFEQ: Valkey 8.1, Redis
+// 8.4) checks and writes a single key without the script: a group of one
+// key that is set becomes
+//
+//	SET key new PXAT expiry IFEQ expected   (the key holds a string)
+//	SET key new PXAT expiry NX              (the key is absent)
+//
+// in the round's pipeline, beside the script's calls for the other groups
+// and one TIME for the clock. OK is the group written; nil is a conflict,
+// and the group's ops are decided again through the script, whose reply
+// carries the key's current state. The store spends about half the CPU on
+// such a key that the script spends (README, Shared mode).
+
+// nativeCmd is one group's SET, kept from one round to the next with its
+// commands, whose arguments point into the round's compare-and-sets.
+type nativeCmd struct {
+	g      *group
+	cmd    *redis.StatusCmd // eq or nx, this round's
+	eq, nx *redis.StatusCmd
+	eqArgs [7]any
+	nxArgs [6]any
+}
+
+// nativeEligible reports whether g's compare-and-set can be a SET: one
+// key, set, expected to hold a string or to be absent, and none of its
+// ops sent back to the script by a conflict.
+func nativeEligible(g *group) bool {
+	if len(g.cas) != 1 || g.cas[0].write != writeSet {
+		return false
+	}
+	if k := g.cas[0].expected.kind; k != kindValue && k != kindAbsent {
+		return false
+	}
+	for _, op := range g.ops {
+		if op.viaScript {
+			return false
+		}
+	}
+	return true
+}
+
+// nativeCmd returns the round's next SET, for g.
+func (rb *roundBufs) nativeCmd(g *group) *nativeCmd {
+	if rb.nnative == len(rb.natives) {
+		rb.natives = append(rb.natives, &nativeCmd{})
+	}
+	n := rb.natives[rb.nnative]
+	rb.nnative++
+	n.g = g
+	return n
+}
+
+// command fills in the SET's arguments and returns it, its reply and
+// error cleared. In a cluster the key is a string, which go-redis reads
+// to find its slot (and boxes with an allocation); elsewhere a pointer.
+func (n *nativeCmd) command(ctx context.Context, cluster bool) *redis.StatusCmd {
+	k := &n.g.cas[0]
+	var key any = &k.key
+	if cluster {
+		key = k.key
+	}
+	if k.expected.kind == kindValue {
+		n.eqArgs = [7]any{"set", key, k.newVal.arg(), "pxat", &k.newVal.expireAtMs, "ifeq", k.expected.arg()}
+		if n.eq == nil {
+			n.eq = redis.NewStatusCmd(ctx, n.eqArgs[:]...)
+		}
+		n.cmd = n.eq
+	} else {
+		n.nxArgs = [6]any{"set", key, k.newVal.arg(), "pxat", &k.newVal.expireAtMs, "nx"}
+		if n.nx == nil {
+			n.nx = redis.NewStatusCmd(ctx, n.nxArgs[:]...)
+		}
+		n.cmd = n.nx
+	}
+	n.cmd.SetVal("")
+	n.cmd.SetErr(nil)
+	return n.cmd
+}
+
+// tallyNative returns how many ops the round's SETs decide (those of the
+// groups written).
+func tallyNative(natives []*nativeCmd) int {
+	n := 0
+	for _, nc := range natives {
+		if nc.cmd.Err() != nil {
+			continue
+		}
+		for _, op := range nc.g.ops {
+			if !op.answered {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// probeNative reports whether the store has SET IFEQ: a SET IFEQ of a key
+// that does not exist writes nothing and answers nil, where a store
+// without it answers a syntax error. In a cluster every master must have
+// it.
+func (s *Shared) probeNative(ctx context.Context) bool {
+	probe := func(ctx context.Context, c redis.UniversalClient) error {
+		cmd := redis.NewStatusCmd(ctx, "set", s.opts.Prefix+"cellserver:cas-probe", "x", "ifeq", "y")
+		_ = c.Process(ctx, cmd)
+		return cmd.Err()
+	}
+	var err error
+	if cc, ok := s.client.(*redis.ClusterClient); ok {
+		err = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return probe(ctx, c) })
+	} else {
+		err = probe(ctx, s.client)
+	}
+	return errors.Is(err, redis.Nil)
+}
+
+// applyNative takes the replies of a round's SETs, after apply took the
+// script's: a group written answers its ops; one that conflicted, or whose
+// key holds another type, is decided again through the script; a store
+// that turns out not to know SET IFEQ (a failover to an older server) is
+// not sent it again until the prober finds it does; any other error marks
+// the store down and the group's ops fall back.
+func (b *batcher) applyNative(natives []*nativeCmd, timeNs int64, timeErr error, sent, recv time.Duration, retry []*sharedOp) []*sharedOp {
+	if len(natives) == 0 {
+		return retry
+	}
+	s := b.s
+	if timeErr == nil {
+		s.clock.sample(sent, recv, timeNs)
+	}
+	s.stats.nativeSets.Add(int64(len(natives)))
+	for _, nc := range natives {
+		g, err := nc.g, nc.cmd.Err()
+		switch {
+		case err == nil:
+			b.written(g)
+			continue
+		case errors.Is(err, redis.Nil):
+			s.stats.conflicts.Add(1)
+		case redis.HasErrorPrefix(err, "ERR syntax"):
+			s.native.Store(false)
+		case redis.HasErrorPrefix(err, "WRONGTYPE"):
+		default:
+			s.log.Debug("shared store call failed", "err", err)
+			s.markDown()
+			for _, op := range g.ops {
+				s.fallback(op)
+			}
+			continue
+		}
+		for _, op := range g.ops {
+			if !op.answered {
+				op.viaScript = true
+				retry = append(retry, op)
+			}
+		}
+	}
+	b.dropAdmitted()
+	return retry
+}
