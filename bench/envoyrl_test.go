@@ -66,7 +66,7 @@ func TestEnvoyRatelimitBinMustBeExecutable(t *testing.T) {
 	if err := checkEnvoyRatelimitBin(""); err != nil {
 		t.Errorf("unset: %v", err)
 	}
-	tl, err := findTools("", "")
+	tl, err := findTools("redis-server", "", "")
 	if err != nil || tl.envoyRatelimit != "" {
 		t.Errorf("unset: tools %+v, %v", tl, err)
 	}

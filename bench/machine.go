@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ type machine struct {
 	memGiB       float64
 	kernel       string
 	goVersion    string // the toolchain that built cellserver
+	redisName    string // the server's program: redis-server, valkey-server
 	redisVersion string
 	loadStart    string // 1-minute load average when bench started
 	loadEnd      string // and when it ended
@@ -31,6 +33,7 @@ func describeMachine(t tools, cellBin string) machine {
 		cpuModel:     "unknown CPU",
 		kernel:       runtime.GOOS + "/" + runtime.GOARCH,
 		goVersion:    "unknown",
+		redisName:    filepath.Base(t.redisServer),
 		redisVersion: "unknown",
 		loadStart:    loadAverage(),
 	}
@@ -125,6 +128,6 @@ func loadAverage() string {
 }
 
 func (m machine) String() string {
-	return fmt.Sprintf("machine: %d CPUs (nproc), %s, %.1f GiB, %s; %s; redis-server %s; load average %s at the start, %s at the end",
-		m.cpus, m.cpuModel, m.memGiB, m.kernel, m.goVersion, m.redisVersion, m.loadStart, m.loadEnd)
+	return fmt.Sprintf("machine: %d CPUs (nproc), %s, %.1f GiB, %s; %s; %s %s; load average %s at the start, %s at the end",
+		m.cpus, m.cpuModel, m.memGiB, m.kernel, m.goVersion, m.redisName, m.redisVersion, m.loadStart, m.loadEnd)
 }

@@ -35,7 +35,7 @@ func TestMemTotal(t *testing.T) {
 
 func TestMachineString(t *testing.T) {
 	m := machine{cpus: 2, cpuModel: "AMD EPYC", memGiB: 23.5, kernel: "linux/amd64", goVersion: "go1.26.8",
-		redisVersion: "7.0.15", loadStart: "0.10", loadEnd: "2.01"}
+		redisName: "redis-server", redisVersion: "7.0.15", loadStart: "0.10", loadEnd: "2.01"}
 	s := m.String()
 	for _, want := range []string{"2 CPUs (nproc)", "AMD EPYC", "go1.26.8", "redis-server 7.0.15", "load average 0.10 at the start, 2.01 at the end"} {
 		if !strings.Contains(s, want) {

@@ -73,6 +73,9 @@ type options struct {
 	// current one's, "" for none.
 	baselineBin string
 	quick       bool
+	// redisServer is the server of the Redis rows and the shared-mode
+	// store (-redis-server).
+	redisServer string
 }
 
 // defaultOptions are the defaults: 3 rounds of 500,000 requests keep the
@@ -124,7 +127,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintln(stderr, "bench:", err)
 		return exitMissing
 	}
-	tools, err := findTools(getenv("REDIS_CELL_MODULE"), getenv(envEnvoyRatelimit))
+	tools, err := findTools(opts.redisServer, getenv("REDIS_CELL_MODULE"), getenv(envEnvoyRatelimit))
 	if err != nil {
 		fmt.Fprintln(stderr, "bench:", err)
 		return exitMissing
@@ -173,6 +176,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.skipMemory, "skip-memory", false, "skip the memory measurement")
 	only := fs.String("only", "", "run only the tests whose name matches this regexp (CL.THROTTLE, SET, GCRA.lua, RLS, ...)")
 	fs.StringVar(&o.baselineBin, "baseline-bin", "", "a cellserver `binary` (say, an older commit's) run beside the current one, test by test, in memory and in shared mode (CL.THROTTLE@base, shared CL.THROTTLE@base ...)")
+	fs.StringVar(&o.redisServer, "redis-server", "redis-server", "the Redis-compatible `server` of the Redis rows and the shared-mode store: a name on PATH or a path (say, valkey-server)")
 	fs.BoolVar(&o.quick, "quick", false, "a tiny run (1 round, few requests and keys) for smoke tests; figures mean nothing")
 	if err := fs.Parse(args); err != nil {
 		return o, err

@@ -27,9 +27,11 @@ func aptPackage(name string) string {
 	return "redis-tools" // redis-benchmark, redis-cli
 }
 
-// findTools looks up the programs on PATH. A missing one is an error that
-// names the package providing it; bench installs nothing itself.
-func findTools(cellModule, envoyRatelimit string) (tools, error) {
+// findTools looks up the programs on PATH, redisServer (redis-server, or
+// another Redis-compatible server: a name on PATH or a path) among them. A
+// missing one is an error that names the package providing it; bench
+// installs nothing itself.
+func findTools(redisServer, cellModule, envoyRatelimit string) (tools, error) {
 	var t tools
 	var err error
 	if t.goCmd, err = exec.LookPath("go"); err != nil {
@@ -38,7 +40,7 @@ func findTools(cellModule, envoyRatelimit string) (tools, error) {
 	for _, p := range []struct {
 		name string
 		path *string
-	}{{"redis-server", &t.redisServer}, {"redis-benchmark", &t.redisBenchmark}} {
+	}{{redisServer, &t.redisServer}, {"redis-benchmark", &t.redisBenchmark}} {
 		if *p.path, err = exec.LookPath(p.name); err != nil {
 			return t, missingTool(p.name)
 		}
@@ -58,6 +60,13 @@ func findTools(cellModule, envoyRatelimit string) (tools, error) {
 
 // missingTool is the error for a program that is not on PATH.
 func missingTool(name string) error {
+	switch name {
+	case "redis-server", "redis-benchmark", "redis-cli":
+	case "valkey-server":
+		return fmt.Errorf("valkey-server is not on PATH: .ci/valkey builds and installs it")
+	default:
+		return fmt.Errorf("%s is not on PATH (-redis-server names a server on PATH or a path)", name)
+	}
 	return fmt.Errorf("%s is not on PATH: install the %s package (apt-get install %s), as .ci/run does",
 		name, aptPackage(name), aptPackage(name))
 }
