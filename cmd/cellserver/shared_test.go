@@ -115,7 +115,13 @@ func peek(t *testing.T, rdb *redis.Client, args ...any) []int64 {
 // THROTTLE.ALL records all or nothing.
 func TestRunSharedExact(t *testing.T) {
 	t.Parallel()
-	store := redistest.Start(t)
+	runExactOn(t, redistest.Start(t))
+}
+
+// runExactOn starts three instances on store and checks that they admit
+// exactly the limit between them; it returns their addresses.
+func runExactOn(t *testing.T, store *redistest.Server) []string {
+	t.Helper()
 	var addrs []string
 	for range 3 {
 		addrs = append(addrs, startRun(t, sharedArgs(store.URL()), nil).addr)
@@ -123,6 +129,7 @@ func TestRunSharedExact(t *testing.T) {
 	runExact(t, addrs, exactCases(""))
 	checkAllOrNothing(t, newClient(t, addrs[1]), "")
 	checkNoFallback(t, addrs)
+	return addrs
 }
 
 // TestRunSharedExactValkey: the same on Valkey 8.1, where the instances
@@ -130,15 +137,7 @@ func TestRunSharedExact(t *testing.T) {
 // shared_native_sets) rather than the script.
 func TestRunSharedExactValkey(t *testing.T) {
 	t.Parallel()
-	store := redistest.StartValkey(t)
-	var addrs []string
-	for range 3 {
-		addrs = append(addrs, startRun(t, sharedArgs(store.URL()), nil).addr)
-	}
-	runExact(t, addrs, exactCases(""))
-	checkAllOrNothing(t, newClient(t, addrs[1]), "")
-	checkNoFallback(t, addrs)
-	for _, a := range addrs {
+	for _, a := range runExactOn(t, redistest.StartValkey(t)) {
 		if v := infoField(t, newClient(t, a), "persistence", "shared_native_sets"); v == "" || v == "0" {
 			t.Errorf("%s: shared_native_sets %q, want SET IFEQ used", a, v)
 		}
