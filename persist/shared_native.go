@@ -106,21 +106,13 @@ func tallyNative(natives []*nativeCmd) int {
 
 // probeNative reports whether the store has SET IFEQ: a SET IFEQ of a key
 // that does not exist writes nothing and answers nil, where a store
-// without it answers a syntax error. In a cluster every master must have
-// it.
+// without it answers a syntax error. In a cluster the probe's key is one
+// master's; a master without it answers the first SET IFEQ it is sent
+// with the same error, and applyNative stops sending them.
 func (s *Shared) probeNative(ctx context.Context) bool {
-	probe := func(ctx context.Context, c redis.UniversalClient) error {
-		cmd := redis.NewStatusCmd(ctx, "set", s.opts.Prefix+"cellserver:cas-probe", "x", "ifeq", "y")
-		_ = c.Process(ctx, cmd)
-		return cmd.Err()
-	}
-	var err error
-	if cc, ok := s.client.(*redis.ClusterClient); ok {
-		err = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return probe(ctx, c) })
-	} else {
-		err = probe(ctx, s.client)
-	}
-	return errors.Is(err, redis.Nil)
+	cmd := redis.NewStatusCmd(ctx, "set", s.opts.Prefix+"cellserver:cas-probe", "x", "ifeq", "y")
+	_ = s.client.Process(ctx, cmd)
+	return errors.Is(cmd.Err(), redis.Nil)
 }
 
 // applyNative takes the replies of a round's SETs, after apply took the
