@@ -1,7 +1,7 @@
-// Package redistest starts a real redis-server for a test: from PATH, on a
-// free loopback port, without persistence, stopped by the test's cleanup.
-// Where redis-server is missing the test is skipped, except under CI=true,
-// where that fails it.
+// Package redistest starts a real redis-server (or valkey-server, with
+// StartValkey) for a test: from PATH, on a free loopback port, without
+// persistence, stopped by the test's cleanup. Where the server is missing
+// the test is skipped, except under CI=true, where that fails it.
 package redistest
 
 import (
@@ -10,6 +10,7 @@ import (
 	"errors"
 	"net"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -98,7 +99,7 @@ func start(t testing.TB, path string, args func() []string) *Server {
 			return s
 		}
 	}
-	t.Fatalf("redis-server did not start: %v", lastErr)
+	t.Fatalf("%s did not start: %v", filepath.Base(path), lastErr)
 	return nil
 }
 
@@ -156,7 +157,7 @@ func (s *Server) Restart() {
 		s.t.Fatal("redistest: Restart while running")
 	}
 	if err := s.start(); err != nil {
-		s.t.Fatalf("redis-server did not start again on %s: %v", s.Addr, err)
+		s.t.Fatalf("%s did not start again on %s: %v", filepath.Base(s.path), s.Addr, err)
 	}
 }
 
@@ -214,12 +215,12 @@ func (s *Server) start() error {
 	case ok := <-ready:
 		if !ok {
 			p.wait()
-			return errors.New("redis-server exited before it was ready:\n" + log.String())
+			return errors.New(filepath.Base(s.path) + " exited before it was ready:\n" + log.String())
 		}
 	case <-timer.C:
 		cmd.Process.Kill()
 		p.wait()
-		return errors.New("redis-server not ready within " + readyTimeout.String())
+		return errors.New(filepath.Base(s.path) + " not ready within " + readyTimeout.String())
 	}
 	s.mu.Lock()
 	s.proc = p
