@@ -20,17 +20,24 @@ const MaxKeyLen = 256
 // and n events counted: every key counted more than n/k times holds a
 // counter; a key's count overestimates its true count by at most its Err,
 // and Err is at most the smallest count, which is at most n/k. Memory is
-// fixed at construction: k counters, k*MaxKeyLen bytes of keys and an
-// index of 2k slots; counting allocates nothing.
+// fixed at construction: k counters, k*MaxKeyLen bytes of keys, an index
+// of 2k slots and k runs; counting allocates nothing and takes constant
+// time, whatever the counts (the stream-summary of the paper, in arrays).
 //
-// The invariant: counters[:size] is a min-heap by count; index maps each
-// held key's hash, by linear probing from hash&mask, to 1 + its counter's
-// heap position (0 is an empty slot); counters[i].slot is its index slot.
-// Not safe for concurrent use.
+// The invariant: counters[:size] is sorted by count, largest first, so
+// the smallest count is the last; the counters of one count are one run,
+// runs[c.run] holding its first and last positions; index maps each held
+// key's hash, by linear probing from hash&mask, to 1 + its counter's
+// position (0 is an empty slot); counters[i].slot is its index slot. A
+// count goes up by one by moving the counter to the front of its run and
+// joining the run before it, or a new one: the order holds, and nothing
+// else moves. Not safe for concurrent use.
 type Sketch struct {
 	seed     maphash.Seed
 	counters []counter
 	size     int
+	runs     []run
+	freeRuns []int32 // the indexes of runs no counter is in
 	index    []int32
 	mask     uint64
 	keys     []byte // MaxKeyLen bytes per counter, at counter.keyOff
@@ -39,17 +46,21 @@ type Sketch struct {
 }
 
 // counter is one key's count. Its key stays where keyOff points while the
-// counter moves about the heap.
+// counter moves about the array.
 type counter struct {
 	hash        uint64
 	count, err  uint64
 	first, last int64 // times of the first and last events counted
 	keyOff      int32
 	slot        int32
+	run         int32 // the run of counters of this count it is in
 	keyLen      uint16
 	truncated   bool
 	tag         uint8 // what the caller says of the key (its family)
 }
+
+// run is the positions, first to last, of the counters of one count.
+type run struct{ first, last int32 }
 
 // NewSketch returns a sketch of k counters (at least 1), hashing with seed.
 func NewSketch(k int, seed maphash.Seed) *Sketch {
@@ -61,6 +72,8 @@ func NewSketch(k int, seed maphash.Seed) *Sketch {
 	s := &Sketch{
 		seed:     seed,
 		counters: make([]counter, k),
+		runs:     make([]run, k),
+		freeRuns: make([]int32, 0, k),
 		index:    make([]int32, slots),
 		mask:     uint64(slots - 1),
 		keys:     make([]byte, k*MaxKeyLen),
@@ -68,7 +81,16 @@ func NewSketch(k int, seed maphash.Seed) *Sketch {
 	for i := range s.counters {
 		s.counters[i].keyOff = int32(i * MaxKeyLen)
 	}
+	s.freeAllRuns()
 	return s
+}
+
+// freeAllRuns puts every run on the free list.
+func (s *Sketch) freeAllRuns() {
+	s.freeRuns = s.freeRuns[:0]
+	for i := len(s.runs) - 1; i >= 0; i-- {
+		s.freeRuns = append(s.freeRuns, int32(i))
+	}
 }
 
 // Hash returns key's hash as Add wants it, of its first MaxKeyLen bytes.
@@ -85,32 +107,64 @@ func (s *Sketch) Add(key []byte, h uint64, tag uint8, now int64) {
 	truncated := len(key) > MaxKeyLen
 	key = key[:min(len(key), MaxKeyLen)]
 	if pos, ok := s.find(key, h); ok {
-		c := &s.counters[pos]
-		c.count++
+		c := &s.counters[s.increment(pos)]
 		c.last, c.tag = now, tag
-		s.down(pos)
 		return
 	}
-	pos := 0
+	var pos int
 	if s.size < len(s.counters) {
+		// A new counter of count 0, last and in a run of its own.
 		pos = s.size
 		s.size++
+		r := s.takeRun()
+		s.runs[r] = run{int32(pos), int32(pos)}
 		c := &s.counters[pos]
-		*c = counter{keyOff: c.keyOff}
+		*c = counter{keyOff: c.keyOff, run: r}
 	} else {
-		s.unindex(s.counters[0].slot)
-		c := &s.counters[0]
-		*c = counter{keyOff: c.keyOff, err: c.count, count: c.count}
+		// The smallest count's counter, the last, becomes the key's.
+		pos = s.size - 1
+		s.unindex(s.counters[pos].slot)
+		c := &s.counters[pos]
+		*c = counter{keyOff: c.keyOff, run: c.run, err: c.count, count: c.count}
 	}
 	c := &s.counters[pos]
-	c.hash, c.count, c.first, c.last, c.tag, c.truncated = h, c.count+1, now, now, tag, truncated
+	c.hash, c.first, c.tag, c.truncated = h, now, tag, truncated
 	c.keyLen = uint16(copy(s.keys[c.keyOff:int(c.keyOff)+MaxKeyLen], key))
 	c.slot = s.insert(h, pos)
-	if pos > 0 {
-		s.up(pos)
-	} else {
-		s.down(0)
+	c = &s.counters[s.increment(pos)]
+	c.last = now
+}
+
+// increment adds one to the count at position pos and returns the
+// counter's new position: the front of its run, which it leaves for the
+// run before it when that one's count is the new count, or for a new run.
+func (s *Sketch) increment(pos int) int {
+	r := s.counters[pos].run
+	front := int(s.runs[r].first)
+	if front != pos {
+		s.swap(pos, front)
 	}
+	if s.runs[r].first++; s.runs[r].first > s.runs[r].last {
+		s.freeRuns = append(s.freeRuns, r)
+	}
+	c := &s.counters[front]
+	c.count++
+	if front > 0 && s.counters[front-1].count == c.count {
+		c.run = s.counters[front-1].run
+		s.runs[c.run].last = int32(front)
+	} else {
+		c.run = s.takeRun()
+		s.runs[c.run] = run{int32(front), int32(front)}
+	}
+	return front
+}
+
+// takeRun returns a free run's index; there is always one, since no more
+// runs are in use than counters.
+func (s *Sketch) takeRun() int32 {
+	r := s.freeRuns[len(s.freeRuns)-1]
+	s.freeRuns = s.freeRuns[:len(s.freeRuns)-1]
+	return r
 }
 
 // key returns counter c's key, in the sketch's storage.
@@ -118,7 +172,7 @@ func (s *Sketch) key(c *counter) []byte {
 	return s.keys[c.keyOff : int(c.keyOff)+int(c.keyLen)]
 }
 
-// find returns the heap position of key's counter.
+// find returns the position of key's counter.
 func (s *Sketch) find(key []byte, h uint64) (int, bool) {
 	for i := h & s.mask; ; i = (i + 1) & s.mask {
 		p := s.index[i]
@@ -132,7 +186,7 @@ func (s *Sketch) find(key []byte, h uint64) (int, bool) {
 	}
 }
 
-// insert puts heap position pos in the index under h and returns its slot.
+// insert puts position pos in the index under h and returns its slot.
 func (s *Sketch) insert(h uint64, pos int) int32 {
 	i := h & s.mask
 	for s.index[i] != 0 {
@@ -159,48 +213,18 @@ func (s *Sketch) unindex(i int32) {
 	s.index[hole] = 0
 }
 
-// swap exchanges heap positions i and j, keeping the index pointing at them.
+// swap exchanges positions i and j, keeping the index pointing at them.
 func (s *Sketch) swap(i, j int) {
 	s.counters[i], s.counters[j] = s.counters[j], s.counters[i]
 	s.index[s.counters[i].slot] = int32(i + 1)
 	s.index[s.counters[j].slot] = int32(j + 1)
 }
 
-func (s *Sketch) less(i, j int) bool { return s.counters[i].count < s.counters[j].count }
-
-func (s *Sketch) up(i int) {
-	for i > 0 {
-		p := (i - 1) / 2
-		if !s.less(i, p) {
-			return
-		}
-		s.swap(i, p)
-		i = p
-	}
-}
-
-func (s *Sketch) down(i int) {
-	for {
-		l := 2*i + 1
-		if l >= s.size {
-			return
-		}
-		m := l
-		if r := l + 1; r < s.size && s.less(r, l) {
-			m = r
-		}
-		if !s.less(m, i) {
-			return
-		}
-		s.swap(i, m)
-		i = m
-	}
-}
-
 // Reset forgets every key, keeping the memory.
 func (s *Sketch) Reset() {
 	clear(s.index)
 	s.size, s.n = 0, 0
+	s.freeAllRuns()
 	s.distinct.reset()
 }
 
@@ -213,7 +237,7 @@ func (s *Sketch) MinCount() uint64 {
 	if s.size < len(s.counters) {
 		return 0
 	}
-	return s.counters[0].count
+	return s.counters[s.size-1].count
 }
 
 // Entry is one key's count, as Entries reports it.
@@ -245,5 +269,6 @@ func (s *Sketch) Entries(buf []Entry) []Entry {
 
 // Bytes is the memory the sketch holds, fixed at construction.
 func (s *Sketch) Bytes() int {
-	return len(s.counters)*int(unsafe.Sizeof(counter{})) + len(s.index)*4 + len(s.keys) + len(s.distinct.reg)
+	return len(s.counters)*int(unsafe.Sizeof(counter{})) + len(s.runs)*int(unsafe.Sizeof(run{})) +
+		cap(s.freeRuns)*4 + len(s.index)*4 + len(s.keys) + len(s.distinct.reg)
 }

@@ -15,13 +15,35 @@ func add(s *Sketch, key string, now int64) {
 	s.Add(b, s.Hash(b), 1, now)
 }
 
-// checkInvariant verifies the heap and the index against each other.
+// checkInvariant verifies the order, the runs and the index against each
+// other.
 func checkInvariant(t *testing.T, s *Sketch) {
 	t.Helper()
 	for i := 1; i < s.size; i++ {
-		if s.counters[i].count < s.counters[(i-1)/2].count {
-			t.Fatalf("heap order broken at %d", i)
+		if s.counters[i].count > s.counters[i-1].count {
+			t.Fatalf("order broken at %d: %d after %d", i, s.counters[i].count, s.counters[i-1].count)
 		}
+	}
+	inRuns := 0
+	for i := 0; i < s.size; {
+		c := &s.counters[i]
+		r := s.runs[c.run]
+		if int(r.first) != i || r.last < r.first || int(r.last) >= s.size {
+			t.Fatalf("counter %d's run is %+v", i, r)
+		}
+		for j := r.first; j <= r.last; j++ {
+			if s.counters[j].run != c.run || s.counters[j].count != c.count {
+				t.Fatalf("run %+v holds counter %d of run %d, count %d, not %d", r, j, s.counters[j].run, s.counters[j].count, c.count)
+			}
+		}
+		if int(r.last)+1 < s.size && s.counters[r.last+1].count == c.count {
+			t.Fatalf("two runs of count %d meet at %d", c.count, r.last)
+		}
+		inRuns++
+		i = int(r.last) + 1
+	}
+	if inRuns+len(s.freeRuns) != len(s.runs) {
+		t.Fatalf("%d runs in use and %d free, of %d", inRuns, len(s.freeRuns), len(s.runs))
 	}
 	used := 0
 	for _, p := range s.index {
@@ -30,7 +52,7 @@ func checkInvariant(t *testing.T, s *Sketch) {
 		}
 	}
 	if used != s.size {
-		t.Fatalf("index holds %d keys, heap %d", used, s.size)
+		t.Fatalf("index holds %d keys, the counters %d", used, s.size)
 	}
 	for i := range s.size {
 		c := &s.counters[i]
@@ -190,17 +212,39 @@ func TestSketchMemoryBounded(t *testing.T) {
 	runtime.KeepAlive(keys)
 }
 
+// BenchmarkSketchAdd counts events of many distinct keys, each taking the
+// smallest count's counter (refusals spread over many keys), and of the
+// heavy load, whose heavy keys add to counters they hold:
+//
+//	go test -run xxx -bench SketchAdd -benchmem ./internal/topk/
 func BenchmarkSketchAdd(b *testing.B) {
-	events, _ := heavyLoad()
-	keys := make([][]byte, len(events))
-	for i, e := range events {
-		keys[i] = []byte(e)
-	}
-	s := NewSketch(1024, maphash.MakeSeed())
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := range b.N {
-		k := keys[i%len(keys)]
-		s.Add(k, s.Hash(k), 1, int64(i))
+	heavy, _ := heavyLoad()
+	for _, load := range []struct {
+		name   string
+		events []string
+	}{
+		{"distinct", func() []string {
+			keys := make([]string, 100_000)
+			for i := range keys {
+				keys[i] = fmt.Sprintf("user:%d", i)
+			}
+			return keys
+		}()},
+		{"heavy", heavy},
+	} {
+		keys := make([][]byte, len(load.events))
+		hashes := make([]uint64, len(keys))
+		s := NewSketch(1024, maphash.MakeSeed())
+		for i, e := range load.events {
+			keys[i] = []byte(e)
+			hashes[i] = s.Hash(keys[i])
+		}
+		b.Run(load.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for i := range b.N {
+				j := i % len(keys)
+				s.Add(keys[j], hashes[j], 1, int64(i))
+			}
+		})
 	}
 }
