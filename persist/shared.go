@@ -49,8 +49,8 @@ type SharedOptions struct {
 	Local *engine.Engine
 	// NoDenyCache turns off the deny cache.
 	NoDenyCache bool
-	// ScriptOnly makes every compare-and-set go through the script, even on
-	// a store with a compare-and-set of its own (SET IFEQ).
+	// ScriptOnly makes every compare-and-set go through the script, none
+	// as the store's own SET NX or SET IFEQ.
 	ScriptOnly bool
 	// CacheKeys bounds the keys whose values are cached; 0 means 100,000.
 	CacheKeys int
@@ -88,12 +88,13 @@ type Shared struct {
 	pubsub *redis.PubSub
 
 	down atomic.Bool
-	// native: the store has a compare-and-set of its own (SET IFEQ), which
-	// single-key groups use instead of the script.
-	native atomic.Bool
-	clock  *sharedClock
-	deny   *denyCache
-	stats  sharedCounters
+	// ifeq: the store has a compare-and-set of its own (SET IFEQ), which
+	// single-key groups expected to hold a value use instead of the script
+	// (shared_native.go).
+	ifeq  atomic.Bool
+	clock *sharedClock
+	deny  *denyCache
+	stats sharedCounters
 
 	// ops are operations answered and released, for reuse (newOp,
 	// release): a decision then costs no allocation of its own.
@@ -260,7 +261,7 @@ func (s *Shared) connect(ctx context.Context) error {
 		return err
 	}
 	if !s.opts.ScriptOnly {
-		s.native.Store(s.probeNative(ctx))
+		s.ifeq.Store(s.probeNative(ctx))
 	}
 	for range clockSamples {
 		sent := s.clock.local()
@@ -537,7 +538,7 @@ func (s *Shared) probe() {
 			ctx, cancel := context.WithTimeout(s.ctx, s.opts.Timeout)
 			err := casScript.Load(ctx, s.client).Err() // a PING that also reloads the script
 			if err == nil && !s.opts.ScriptOnly {
-				s.native.Store(s.probeNative(ctx))
+				s.ifeq.Store(s.probeNative(ctx))
 			}
 			cancel()
 			if err == nil {

@@ -60,7 +60,7 @@ func testDecisionAllocations(t *testing.T, store sharedStore) {
 	if raceEnabled {
 		limit = 0.75
 	}
-	if store.native {
+	if store.ifeq {
 		// go-redis makes a string of each SET's reply ("OK"): one
 		// allocation a decision sent as SET IFEQ.
 		limit++

@@ -92,9 +92,9 @@ func (b *batcher) round(ops []*sharedOp) (retry []*sharedOp) {
 	if s.cluster {
 		bySlot = map[int]int{}
 	}
-	native := s.native.Load()
+	ifeq, native := s.ifeq.Load(), !s.opts.ScriptOnly
 	for _, g := range groups {
-		if native && nativeEligible(g) {
+		if native && nativeEligible(g, ifeq) {
 			rb.nativeCmd(g)
 			continue
 		}

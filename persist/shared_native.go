@@ -8,18 +8,18 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// A store with a compare-and-set of its own (SET IFEQ: Valkey 8.1, Redis
-// 8.4) checks and writes a single key without the script: a group of one
-// key that is set becomes
+// A group of one key that is set goes as the store's own SET, in the
+// round's pipeline beside the script's calls for the other groups and one
+// TIME for the clock, where the store has the command it needs:
 //
-//	SET key new PXAT expiry IFEQ expected   (the key holds a string)
-//	SET key new PXAT expiry NX              (the key is absent)
+//	SET key new PXAT expiry NX              (the key is absent: every store)
+//	SET key new PXAT expiry IFEQ expected   (the key holds a string: a store
+//	                                         with SET IFEQ, Valkey 8.1, Redis 8.4)
 //
-// in the round's pipeline, beside the script's calls for the other groups
-// and one TIME for the clock. OK is the group written; nil is a conflict,
-// and the group's ops are decided again through the script, whose reply
-// carries the key's current state. The store spends about half the CPU on
-// such a key that the script spends (README, Shared mode).
+// OK is the group written; nil is a conflict, and the group's ops are
+// decided again through the script, whose reply carries the key's current
+// state. The store spends about half the CPU on such a key that the script
+// spends (README, Shared mode).
 
 // nativeCmd is one group's SET, kept from one round to the next with its
 // commands, whose arguments point into the round's compare-and-sets.
@@ -32,13 +32,14 @@ type nativeCmd struct {
 }
 
 // nativeEligible reports whether g's compare-and-set can be a SET: one
-// key, set, expected to hold a string or to be absent, and none of its
-// ops sent back to the script by a conflict.
-func nativeEligible(g *group) bool {
+// key, set, expected to be absent, or to hold a string when the store has
+// SET IFEQ (ifeq), and none of its ops sent back to the script by a
+// conflict.
+func nativeEligible(g *group, ifeq bool) bool {
 	if len(g.cas) != 1 || g.cas[0].write != writeSet {
 		return false
 	}
-	if k := g.cas[0].expected.kind; k != kindValue && k != kindAbsent {
+	if k := g.cas[0].expected.kind; k != kindAbsent && (k != kindValue || !ifeq) {
 		return false
 	}
 	for _, op := range g.ops {
@@ -119,8 +120,9 @@ func (s *Shared) probeNative(ctx context.Context) bool {
 // script's: a group written answers its ops; one that conflicted, or whose
 // key holds another type, is decided again through the script; a store
 // that turns out not to know SET IFEQ (a failover to an older server) is
-// not sent it again until the prober finds it does; any other error marks
-// the store down and the group's ops fall back.
+// not sent it again until the prober finds it does (a syntax error, which
+// SET NX never gets from a store of 6.2 or later, says so); any other
+// error marks the store down and the group's ops fall back.
 func (b *batcher) applyNative(natives []*nativeCmd, timeNs int64, timeErr error, sent, recv time.Duration, retry []*sharedOp) []*sharedOp {
 	if len(natives) == 0 {
 		return retry
@@ -139,7 +141,7 @@ func (b *batcher) applyNative(natives []*nativeCmd, timeNs int64, timeErr error,
 		case errors.Is(err, redis.Nil):
 			s.stats.conflicts.Add(1)
 		case redis.HasErrorPrefix(err, "ERR syntax"):
-			s.native.Store(false)
+			s.ifeq.Store(false)
 		case redis.HasErrorPrefix(err, "WRONGTYPE"):
 		default:
 			s.log.Debug("shared store call failed", "err", err)
