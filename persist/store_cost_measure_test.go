@@ -21,12 +21,16 @@ import (
 // /proc), with nothing else running against it: calls of 370 keys (about
 // what a round carries at -P 16 in the bench) drawn at random from 100,000
 // CL keys, each expected to hold the value the call names. It alternates
-// three shapes, eight blocks of 700 calls each, and logs their medians:
+// four shapes, eight blocks of 700 calls each, and logs their medians:
 //
 //   - set: the value is as expected and a new one is written with its
 //     expiry (an admission, the common case);
 //   - keep: the value is checked and nothing written (a refusal);
-//   - new: the key is expected absent and is created (SET NX).
+//   - new: the key is expected absent and is created (SET NX), in the
+//     script;
+//   - new-nx: the same as the store's own SET ... PXAT ... NX, which is
+//     how shared mode sends it (shared_native.go): one pipeline of 370
+//     SETs in place of the call.
 //
 // It logs and asserts nothing about time:
 //
@@ -51,7 +55,7 @@ func TestStoreCostPerKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
-	shapes := []string{"set", "keep", "new"}
+	shapes := []string{"set", "keep", "new", "new-nx"}
 	perKey := map[string][]float64{}
 	cas := make([]casKey, perCall)
 	call := &casCall{}
@@ -70,11 +74,15 @@ func TestStoreCostPerKey(t *testing.T) {
 						cas[j] = casKey{key: keys[k], expected: cur, write: writeSet, newVal: next}
 					case "keep":
 						cas[j] = casKey{key: keys[k], expected: cur, write: writeKeep}
-					case "new":
+					case "new", "new-nx":
 						fresh++
 						cas[j] = casKey{key: fmt.Sprintf("bench:shared:new:%d", fresh), expected: storeValue{kind: kindAbsent}, write: writeSet, newVal: next}
 					}
 					call.add(cas[j : j+1])
+				}
+				if shape == "new-nx" {
+					runStoreSETs(t, c, cas)
+					continue
 				}
 				runStoreCall(t, c, call)
 				if shape == "set" {
@@ -104,6 +112,30 @@ func runStoreCall(t *testing.T, c *redis.Client, call *casCall) {
 	for g, cur := range replies[0].current {
 		if cur != nil {
 			t.Fatalf("group %d conflicted: %+v", g+1, cur)
+		}
+	}
+}
+
+// runStoreSETs sends each key's SET ... PXAT ... NX as shared mode does
+// (nativeCmd), in one pipeline, and fails the test unless every key was
+// written.
+func runStoreSETs(t *testing.T, c *redis.Client, cas []casKey) {
+	t.Helper()
+	ctx := context.Background()
+	pipe := c.Pipeline()
+	cmds := make([]*redis.StatusCmd, len(cas))
+	for i := range cas {
+		g := &group{cas: cas[i : i+1]}
+		n := &nativeCmd{g: g}
+		cmds[i] = n.command(ctx, false)
+		_ = pipe.Process(ctx, cmds[i])
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, cmd := range cmds {
+		if cmd.Val() != "OK" {
+			t.Fatalf("key %s not created: %v", cas[i].key, cmd.Err())
 		}
 	}
 }
