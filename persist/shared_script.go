@@ -214,7 +214,13 @@ type storeValue struct {
 	expireAtMs int64
 	kind       valueKind
 	num        bool
+	// unseen: the key is not in the value cache, so its kind (absent) is
+	// a guess, not what the store last said or this instance last wrote.
+	unseen bool
 }
+
+// unseenValue is what the value cache gives for a key it does not hold.
+var unseenValue = storeValue{kind: kindAbsent, unseen: true}
 
 // maxExpire is the expiry of a key that has none.
 const maxExpire = 1<<63 - 1

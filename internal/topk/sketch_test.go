@@ -42,8 +42,20 @@ func checkInvariant(t *testing.T, s *Sketch) {
 		inRuns++
 		i = int(r.last) + 1
 	}
-	if inRuns+len(s.freeRuns) != len(s.runs) {
-		t.Fatalf("%d runs in use and %d free, of %d", inRuns, len(s.freeRuns), len(s.runs))
+	if inRuns+len(s.freeRuns) != len(s.runs) || cap(s.freeRuns) != len(s.runs) {
+		t.Fatalf("%d runs in use and %d free (room for %d), of %d", inRuns, len(s.freeRuns), cap(s.freeRuns), len(s.runs))
+	}
+	free := make(map[int32]bool, len(s.freeRuns))
+	for _, r := range s.freeRuns {
+		if free[r] {
+			t.Fatalf("run %d is free twice", r)
+		}
+		free[r] = true
+	}
+	for i := range s.size {
+		if free[s.counters[i].run] {
+			t.Fatalf("counter %d's run %d is free", i, s.counters[i].run)
+		}
 	}
 	used := 0
 	for _, p := range s.index {
@@ -98,6 +110,91 @@ func TestSketchTruncatesLongKeys(t *testing.T) {
 	e := s.Entries(nil)
 	if len(e) != 1 || e[0].Key != long[:MaxKeyLen] || e[0].Count != 2 || !e[0].Truncated {
 		t.Fatalf("got %+v", e)
+	}
+}
+
+// TestSketchAgainstModel follows every count against an exact model of
+// space-saving, after every event, for sketches of 1 to 64 counters, keys
+// spread evenly, skewed or colliding in the index, and Resets now and
+// then: a held key's count is its error (the smallest count when it took
+// its counter) plus its events since, the key that loses its counter held
+// the smallest count, MinCount is the smallest count once the counters
+// are all taken, and the counts add up to Total.
+func TestSketchAgainstModel(t *testing.T) {
+	for _, k := range []int{1, 2, 3, 4, 7, 16, 64} {
+		for seed := range uint64(10) {
+			r := rand.New(rand.NewPCG(seed, uint64(k)))
+			s := NewSketch(k, maphash.MakeSeed())
+			since := map[string]uint64{} // a held key's events since it took its counter
+			errs := map[string]uint64{}  // and its error then
+			nkeys, skew := 1+r.IntN(4*k+2), r.IntN(3)
+			for i := range 2000 {
+				if r.IntN(500) == 0 {
+					s.Reset()
+					clear(since)
+					clear(errs)
+					checkInvariant(t, s)
+				}
+				ki := r.IntN(nkeys)
+				switch skew {
+				case 1:
+					ki = int(r.ExpFloat64()*float64(nkeys)/4) % nkeys
+				case 2:
+					ki = r.IntN(1 + r.IntN(nkeys))
+				}
+				key := fmt.Sprint("k", ki)
+				h := s.Hash([]byte(key))
+				if skew == 2 && ki%3 == 0 {
+					h = uint64(ki) & 3 // collisions in the index
+				}
+				_, held := errs[key]
+				least := s.MinCount()
+				s.Add([]byte(key), h, 1, int64(i))
+				entries := s.Entries(nil)
+				if !held {
+					if len(errs) == k {
+						kept := make(map[string]bool, len(entries))
+						for _, e := range entries {
+							kept[e.Key] = true
+						}
+						var lost []string
+						for kk := range errs {
+							if !kept[kk] {
+								lost = append(lost, kk)
+							}
+						}
+						if len(lost) != 1 || errs[lost[0]]+since[lost[0]] != least {
+							t.Fatalf("k=%d event %d: keys %q lost their counters, want one of count %d", k, i, lost, least)
+						}
+						delete(errs, lost[0])
+						delete(since, lost[0])
+						errs[key] = least
+					} else {
+						errs[key] = 0
+					}
+				}
+				since[key]++
+				checkInvariant(t, s)
+				if len(entries) != len(errs) {
+					t.Fatalf("k=%d event %d: %d keys held, want %d", k, i, len(entries), len(errs))
+				}
+				sum, smallest := uint64(0), ^uint64(0)
+				for _, e := range entries {
+					if e.Err != errs[e.Key] || e.Count != errs[e.Key]+since[e.Key] {
+						t.Fatalf("k=%d event %d: %s counts %d (err %d), want %d (err %d)",
+							k, i, e.Key, e.Count, e.Err, errs[e.Key]+since[e.Key], errs[e.Key])
+					}
+					sum += e.Count
+					smallest = min(smallest, e.Count)
+				}
+				if sum != s.Total() {
+					t.Fatalf("k=%d event %d: counts add up to %d, Total %d", k, i, sum, s.Total())
+				}
+				if want := uint64(0); len(entries) == k && s.MinCount() != smallest || len(entries) < k && s.MinCount() != want {
+					t.Fatalf("k=%d event %d: MinCount %d with %d keys held, smallest %d", k, i, s.MinCount(), len(entries), smallest)
+				}
+			}
+		}
 	}
 }
 
