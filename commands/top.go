@@ -25,7 +25,8 @@ const (
 // refusals keeps the keys refused most often over the last minute and the
 // last hour, in fixed memory (topk.Window: 4 sketches of topCounters keys,
 // about 1.4 MB in all). Recording a refusal allocates nothing and holds
-// the lock for two sketches' Add, 120 ns at most (BenchmarkSketchAdd).
+// the lock for two sketches' Add, about 120 ns (BenchmarkSketchAdd), and
+// for a sketch's clearing when its sub-window ends.
 type refusals struct {
 	now func() time.Time
 

@@ -117,8 +117,8 @@ func runStoreCall(t *testing.T, c *redis.Client, call *casCall) {
 }
 
 // runStoreSETs sends each key's SET ... PXAT ... NX as shared mode does
-// (nativeCmd), in one pipeline, and fails the test unless every key was
-// written.
+// (nativeCmd), in one pipeline (without the TIME a round adds once), and
+// fails the test unless every key was written.
 func runStoreSETs(t *testing.T, c *redis.Client, cas []casKey) {
 	t.Helper()
 	ctx := context.Background()
