@@ -115,7 +115,7 @@ func (c *valueCache) get(key string) storeValue {
 	if i := c.find(c.hash(key)); i >= 0 {
 		return c.slots[i].val
 	}
-	return unseenValue
+	return unseenValue()
 }
 
 // set remembers key's value.
@@ -154,7 +154,7 @@ func (c *valueCache) slotOf(h uint64) int32 {
 	if c.slots[free].hash == entryTomb {
 		c.tombs--
 	}
-	c.slots[free] = cacheEntry{hash: h, val: unseenValue}
+	c.slots[free] = cacheEntry{hash: h, val: unseenValue()}
 	c.live++
 	if (c.live+c.tombs)*4 > len(c.slots)*3 {
 		// Past what reserve made room for: no entry is held (reserve

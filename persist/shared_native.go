@@ -44,8 +44,9 @@ func nativeEligible(g *group, ifeq bool) bool {
 	if len(g.cas) != 1 || g.cas[0].write != writeSet {
 		return false
 	}
-	switch e := g.cas[0].expected; {
-	case e.kind == kindAbsent && e.unseen, e.kind == kindValue && !ifeq, e.kind == kindForeign:
+	e := g.cas[0].expected
+	knownAbsent := e.kind == kindAbsent && !e.unseen
+	if !knownAbsent && (e.kind != kindValue || !ifeq) {
 		return false
 	}
 	for _, op := range g.ops {

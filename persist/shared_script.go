@@ -220,7 +220,7 @@ type storeValue struct {
 }
 
 // unseenValue is what the value cache gives for a key it does not hold.
-var unseenValue = storeValue{kind: kindAbsent, unseen: true}
+func unseenValue() storeValue { return storeValue{kind: kindAbsent, unseen: true} }
 
 // maxExpire is the expiry of a key that has none.
 const maxExpire = 1<<63 - 1
