@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -35,6 +36,7 @@ type loopGroup struct {
 // writable, and the connection is not read meanwhile.
 type evloop struct {
 	srv   *Server
+	loops int // the group's, for wait
 	epfd  int
 	wakeR int // a pipe whose read end is in the epoll set: a byte written
 	wakeW int // to wakeW wakes epoll_wait
@@ -52,13 +54,16 @@ type evloop struct {
 	conns  []*loopConn // by descriptor
 	count  int         // connections in conns
 	events [maxEvents]syscall.EpollEvent
+
+	// heldWaits counts the waits that kept the loop's P (wait).
+	heldWaits atomic.Int64
 }
 
 // newLoopGroup starts n event loops for s.
 func newLoopGroup(s *Server, n int) (*loopGroup, error) {
 	g := &loopGroup{done: make(chan struct{}), ended: make(chan struct{})}
 	for range n {
-		l, err := newEvloop(s)
+		l, err := newEvloop(s, n)
 		if err != nil {
 			for _, l := range g.loops {
 				l.closeFDs()
@@ -89,7 +94,7 @@ func newLoopGroup(s *Server, n int) (*loopGroup, error) {
 }
 
 // newEvloop creates a loop's epoll instance and wake-up pipe.
-func newEvloop(s *Server) (*evloop, error) {
+func newEvloop(s *Server, loops int) (*evloop, error) {
 	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("epoll_create1: %w", err)
@@ -99,7 +104,7 @@ func newEvloop(s *Server) (*evloop, error) {
 		_ = syscall.Close(epfd)
 		return nil, fmt.Errorf("pipe2: %w", err)
 	}
-	l := &evloop{srv: s, epfd: epfd, wakeR: p[0], wakeW: p[1], write: syscall.Write}
+	l := &evloop{srv: s, loops: loops, epfd: epfd, wakeR: p[0], wakeW: p[1], write: syscall.Write}
 	if s.writeSocket != nil {
 		l.write = s.writeSocket
 	}
@@ -221,7 +226,7 @@ func (l *evloop) run() {
 	defer l.closeFDs()
 	stopping := false
 	for !stopping || l.count > 0 {
-		n, err := syscall.EpollWait(l.epfd, l.events[:], -1)
+		n, err := l.wait()
 		if err != nil {
 			if err == syscall.EINTR {
 				continue

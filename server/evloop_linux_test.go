@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -127,4 +128,47 @@ func TestLoopHalfClosedClientGetsReplies(t *testing.T) {
 	}
 	c.expect("+PONG\r\n$1\r\na\r\n")
 	c.expectClosed()
+}
+
+// heldWaits is how many waits of s's event loops kept their P.
+func heldWaits(s *Server) int64 {
+	s.mu.Lock()
+	g := s.loops
+	s.mu.Unlock()
+	var n int64
+	for _, l := range g.loops {
+		n += l.heldWaits.Load()
+	}
+	return n
+}
+
+// TestLoopKeepsItsPOnlyWithOneToSpare: a loop waits keeping its P only
+// while the process has more Ps than loops; with GOMAXPROCS 1 it never
+// does (everything else would wait for its clients), and it follows a
+// change of GOMAXPROCS while it runs. The collector stops the world while
+// a loop waits holding its P, and the loop serves on.
+func TestLoopKeepsItsPOnlyWithOneToSpare(t *testing.T) {
+	if !holdsP(2, 1) || holdsP(1, 1) || holdsP(2, 2) {
+		t.Fatal("holdsP: a loop keeps its P only when the process has more Ps than loops")
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	h := startOneLoop(t, Config{})
+	c := h.dial()
+	for range 50 {
+		c.send("PING\r\n")
+		c.expect("+PONG\r\n")
+	}
+	if n := heldWaits(h.srv); n != 0 {
+		t.Fatalf("with GOMAXPROCS 1, %d waits kept the loop's P", n)
+	}
+
+	runtime.GOMAXPROCS(2)
+	for range 50 {
+		c.send("PING\r\n")
+		c.expect("+PONG\r\n")
+		runtime.GC() // stops the world while the loop waits
+	}
+	if n := heldWaits(h.srv); n == 0 {
+		t.Fatal("with GOMAXPROCS 2 and one loop, no wait kept the loop's P")
+	}
 }
