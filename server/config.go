@@ -115,6 +115,14 @@ type Config struct {
 	// what cellserver's --event-loops 0 means; the command line's default
 	// is DefaultEventLoops.
 	EventLoops int
+	// LoopsHoldP lets each event loop keep its P (Go's right to run
+	// goroutines on a thread) while it waits for its sockets, when
+	// GOMAXPROCS is above EventLoops: it saves the context switches of
+	// giving the P up and getting it back around every wait. Only for a
+	// process that runs no other server with event loops (cellserver's
+	// binary sets it): loops of several servers could hold every P, and the
+	// rest of the process would wait for their clients.
+	LoopsHoldP bool
 }
 
 // withDefaults returns cfg with every zero value replaced by its default.

@@ -142,17 +142,22 @@ func heldWaits(s *Server) int64 {
 	return n
 }
 
-// TestLoopKeepsItsPOnlyWithOneToSpare: a loop waits keeping its P only
-// while the process has more Ps than loops; with GOMAXPROCS 1 it never
-// does (everything else would wait for its clients), and it follows a
-// change of GOMAXPROCS while it runs. The collector stops the world while
-// a loop waits holding its P, and the loop serves on.
+// TestLoopKeepsItsPOnlyWithOneToSpare: a loop of a server that allows it
+// (LoopsHoldP) waits keeping its P only while the process has more Ps than
+// loops; with GOMAXPROCS 1 it never does (everything else would wait for
+// its clients), and it follows a change of GOMAXPROCS while it runs. The
+// collector stops the world while a loop waits holding its P, and the loop
+// serves on. A server that does not allow it never holds its P.
 func TestLoopKeepsItsPOnlyWithOneToSpare(t *testing.T) {
-	if !holdsP(2, 1) || holdsP(1, 1) || holdsP(2, 2) {
-		t.Fatal("holdsP: a loop keeps its P only when the process has more Ps than loops")
+	if !holdsP(2, 1, true) || holdsP(1, 1, true) || holdsP(2, 2, true) || holdsP(4, 1, false) {
+		t.Fatal("holdsP: a loop keeps its P only when the process has more Ps than loops, and Go can interrupt the wait")
+	}
+	if !asyncPreemption() {
+		t.Skip("GODEBUG=asyncpreemptoff=1: no loop keeps its P")
 	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	h := startOneLoop(t, Config{})
+	h, other := startOneLoop(t, Config{LoopsHoldP: true}), startOneLoop(t, Config{})
+	o := other.dial()
 	c := h.dial()
 	for range 50 {
 		c.send("PING\r\n")
@@ -167,8 +172,13 @@ func TestLoopKeepsItsPOnlyWithOneToSpare(t *testing.T) {
 		c.send("PING\r\n")
 		c.expect("+PONG\r\n")
 		runtime.GC() // stops the world while the loop waits
+		o.send("PING\r\n")
+		o.expect("+PONG\r\n")
 	}
 	if n := heldWaits(h.srv); n == 0 {
 		t.Fatal("with GOMAXPROCS 2 and one loop, no wait kept the loop's P")
+	}
+	if n := heldWaits(other.srv); n != 0 {
+		t.Fatalf("a server without LoopsHoldP: %d waits kept its loop's P", n)
 	}
 }

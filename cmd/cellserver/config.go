@@ -51,6 +51,8 @@ type config struct {
 	timeout       int // seconds a client may stay idle; 0 for ever
 	maxClients    int // as asked for; serve lowers it to what the open-file limit allows
 	eventLoops    int // event loops serving plain-TCP clients; 0 for a goroutine per client
+	// loopsHoldP is not a flag: runAlone sets it (server.Config.LoopsHoldP).
+	loopsHoldP bool
 
 	maxmemory         int64
 	slowlogSlowerThan int64 // µs

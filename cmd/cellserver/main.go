@@ -50,17 +50,31 @@ func main() {
 	// After the first signal, restore the default action: a second one
 	// kills the process if the graceful shutdown hangs.
 	context.AfterFunc(ctx, stop)
-	code := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr, nil)
+	code := runAlone(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
+}
+
+// runAlone is run for the process's only server, as cellserver's binary
+// runs: its event loops may keep their Ps while they wait
+// (server.Config.LoopsHoldP), which a process running several servers (the
+// tests run several cellservers in one) must not let them do.
+func runAlone(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) int {
+	return runServer(ctx, args, env, stdout, stderr, nil, true)
 }
 
 // run is cellserver's whole life: it reads the configuration from args and
 // env, serves until ctx is done, shuts down and returns the exit status. Logs
 // go to stderr, --version to stdout. When ready is not nil, run sends it the
 // address it listens on once it accepts connections; it must have room for
-// that value or a reader.
+// that value or a reader. The process may run other servers beside it.
 func run(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer, ready chan<- net.Addr) int {
+	return runServer(ctx, args, env, stdout, stderr, ready, false)
+}
+
+// runServer is run, alone saying whether the server is its process's only
+// one (runAlone).
+func runServer(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer, ready chan<- net.Addr, alone bool) int {
 	cfg, err := parseConfig(args, env, stderr)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
@@ -73,6 +87,7 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 	case cfg.command == commandPing:
 		return ping(cfg, stdout, stderr)
 	}
+	cfg.loopsHoldP = alone
 	return serve(ctx, cfg, newLogger(stderr, cfg.logFormat, cfg.logLevel), ready)
 }
 
@@ -155,6 +170,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, ready chan<- net.A
 		PasswordSet:     users.PasswordSet(),
 		IdleTimeout:     time.Duration(cfg.timeout) * time.Second,
 		EventLoops:      cfg.eventLoops, // 0 means none, as in server.Config
+		LoopsHoldP:      cfg.loopsHoldP,
 	})
 	cmds.SetHost(srv)
 
