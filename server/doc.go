@@ -15,5 +15,8 @@
 // (godriver.go) for TLS, other systems, and Config.EventLoops 0. A loop
 // runs one command at a time for all its connections, so a slow command
 // holds every client of that loop; a command that waits on a store pauses
-// instead, and its reply goes out in order when it completes.
+// instead, and its reply goes out in order when it completes. In a process
+// that runs no other server (Config.LoopsHoldP), a loop waits for its
+// sockets keeping its P when the process has one to spare
+// (epoll_raw_linux.go).
 package server
