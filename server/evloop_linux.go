@@ -56,13 +56,15 @@ type evloop struct {
 	events [maxEvents]syscall.EpollEvent
 
 	// holdP: the server lets the loop wait keeping its P
-	// (Config.LoopsHoldP); asyncPreempt: Go may interrupt such a wait
-	// (holdsP); interrupted: the last such wait was (wait).
-	holdP, asyncPreempt, interrupted bool
-	born                             time.Time     // the origin of yielded
-	yielded                          time.Duration // when the loop last yielded its P before a wait
-	// heldWaits counts the waits that kept the loop's P (wait).
-	heldWaits atomic.Int64
+	// (Config.LoopsHoldP); hold: the next wait keeps it (wait); born is
+	// the origin of yielded, when the loop last yielded its P before a
+	// held wait.
+	holdP, hold bool
+	born        time.Time
+	yielded     time.Duration
+	// heldWaits counts the waits that kept the loop's P, heldEmpty those
+	// of them that ended with nothing (wait).
+	heldWaits, heldEmpty atomic.Int64
 }
 
 // newLoopGroup starts n event loops for s.
@@ -110,7 +112,7 @@ func newEvloop(s *Server, loops int) (*evloop, error) {
 		_ = syscall.Close(epfd)
 		return nil, fmt.Errorf("pipe2: %w", err)
 	}
-	l := &evloop{srv: s, loops: loops, holdP: s.cfg.LoopsHoldP, asyncPreempt: asyncPreemption(), born: time.Now(), epfd: epfd, wakeR: p[0], wakeW: p[1], write: syscall.Write}
+	l := &evloop{srv: s, loops: loops, holdP: s.cfg.LoopsHoldP, born: time.Now(), epfd: epfd, wakeR: p[0], wakeW: p[1], write: syscall.Write}
 	if s.writeSocket != nil {
 		l.write = s.writeSocket
 	}

@@ -130,40 +130,40 @@ func TestLoopHalfClosedClientGetsReplies(t *testing.T) {
 	c.expectClosed()
 }
 
-// heldWaits is how many waits of s's event loops kept their P.
-func heldWaits(s *Server) int64 {
+// heldWaits is how many waits of s's event loops kept their P, and how
+// many of those ended with nothing.
+func heldWaits(s *Server) (held, empty int64) {
 	s.mu.Lock()
 	g := s.loops
 	s.mu.Unlock()
-	var n int64
 	for _, l := range g.loops {
-		n += l.heldWaits.Load()
+		held += l.heldWaits.Load()
+		empty += l.heldEmpty.Load()
 	}
-	return n
+	return held, empty
 }
 
 // TestLoopKeepsItsPOnlyWithOneToSpare: a loop of a server that allows it
 // (LoopsHoldP) waits keeping its P only while the process has more Ps than
 // loops; with GOMAXPROCS 1 it never does (everything else would wait for
-// its clients), and it follows a change of GOMAXPROCS while it runs. The
-// collector stops the world while a loop waits holding its P, and the loop
-// serves on. A server that does not allow it never holds its P.
+// its clients), and it follows a change of GOMAXPROCS while it runs. A
+// wait that keeps the P ends by itself when nothing comes (so that what
+// the P has queued runs elsewhere, and an idle loop holds nothing), and
+// the loop holds it again once clients send; the collector stops the world
+// while a loop waits holding its P, and the loop serves on. A server that
+// does not allow it never holds its P.
 func TestLoopKeepsItsPOnlyWithOneToSpare(t *testing.T) {
-	if !holdsP(2, 1, true) || holdsP(1, 1, true) || holdsP(2, 2, true) || holdsP(4, 1, false) {
-		t.Fatal("holdsP: a loop keeps its P only when the process has more Ps than loops, and Go can interrupt the wait")
-	}
-	if !asyncPreemption() {
-		t.Skip("GODEBUG=asyncpreemptoff=1: no loop keeps its P")
+	if !holdsP(2, 1) || holdsP(1, 1) || holdsP(2, 2) {
+		t.Fatal("holdsP: a loop keeps its P only when the process has more Ps than loops")
 	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	h, other := startOneLoop(t, Config{LoopsHoldP: true}), startOneLoop(t, Config{})
-	o := other.dial()
-	c := h.dial()
+	c, o := h.dial(), other.dial()
 	for range 50 {
 		c.send("PING\r\n")
 		c.expect("+PONG\r\n")
 	}
-	if n := heldWaits(h.srv); n != 0 {
+	if n, _ := heldWaits(h.srv); n != 0 {
 		t.Fatalf("with GOMAXPROCS 1, %d waits kept the loop's P", n)
 	}
 
@@ -175,10 +175,32 @@ func TestLoopKeepsItsPOnlyWithOneToSpare(t *testing.T) {
 		o.send("PING\r\n")
 		o.expect("+PONG\r\n")
 	}
-	if n := heldWaits(h.srv); n == 0 {
+	held, _ := heldWaits(h.srv)
+	if held == 0 {
 		t.Fatal("with GOMAXPROCS 2 and one loop, no wait kept the loop's P")
 	}
-	if n := heldWaits(other.srv); n != 0 {
+	if n, _ := heldWaits(other.srv); n != 0 {
 		t.Fatalf("a server without LoopsHoldP: %d waits kept its loop's P", n)
+	}
+
+	// Idle: the held wait ends with nothing, within heldWaitMs.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, empty := heldWaits(h.srv); empty > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("an idle loop's wait keeping its P never ended by itself")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// The wait after it gives the P up, until a client sends.
+	idle, _ := heldWaits(h.srv)
+	for range 5 {
+		c.send("PING\r\n")
+		c.expect("+PONG\r\n")
+	}
+	if again, _ := heldWaits(h.srv); again <= idle {
+		t.Errorf("after an idle spell the loop no longer keeps its P (%d held waits, as many as when idle)", again)
 	}
 }
