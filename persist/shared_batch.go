@@ -454,13 +454,18 @@ func (b *batcher) apply(callGroups [][]*group, replies []casReply, errs []error,
 				continue
 			}
 			b.written(g)
+			b.settled = append(b.settled, g)
 		}
 	}
-	b.dropAdmitted()
+	b.answerSettled()
 	return retry
 }
 
-// written answers the ops of a group the store wrote.
+// written takes what the store wrote for g: the value cache, and the deny
+// cache for g's refusals and refunds. Its ops are answered by
+// answerSettled, once every group of the round has been taken, so that no
+// client hears of an admission before the refusals it makes stale are
+// dropped (a client told "admitted" may send its next request at once).
 func (b *batcher) written(g *group) {
 	s := b.s
 	b.cacheGroup(g, g.finals)
@@ -487,11 +492,24 @@ func (b *batcher) written(g *group) {
 			// family can make the key laxer for the rule a
 			// refusal was remembered under (it starts a new
 			// count, or drops older requests). The round's
-			// admissions drop theirs at once, below: one lock.
+			// admissions drop theirs together, in
+			// answerSettled: one lock.
 			b.admitted = append(b.admitted, op.keys...)
 		}
-		op.finish(op.d, op.err)
 	}
+}
+
+// answerSettled drops the remembered refusals of the round's admissions,
+// then answers the ops of the groups written (b.settled).
+func (b *batcher) answerSettled() {
+	b.dropAdmitted()
+	for i, g := range b.settled {
+		for _, op := range g.ops {
+			op.finish(op.d, op.err) // nothing if answered already
+		}
+		b.settled[i] = nil
+	}
+	b.settled = b.settled[:0]
 }
 
 // dropAdmitted drops the remembered refusals of the round's admissions.

@@ -31,8 +31,10 @@ type batcher struct {
 	// done are the ops the last round answered, to release.
 	done []*sharedOp
 	// admitted are the keys of a round's admissions, whose remembered
-	// refusals the round drops at its end.
+	// refusals the round drops before it answers its ops; settled are the
+	// groups written, whose ops it then answers (answerSettled).
 	admitted []string
+	settled  []*group
 	// touched keeps what the first readings of the entries give (groupOps,
 	// tally), so that the reads are not optimized away.
 	touched uint64
