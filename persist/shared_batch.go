@@ -454,7 +454,6 @@ func (b *batcher) apply(callGroups [][]*group, replies []casReply, errs []error,
 				continue
 			}
 			b.written(g)
-			b.settled = append(b.settled, g)
 		}
 	}
 	b.answerSettled()
@@ -468,6 +467,7 @@ func (b *batcher) apply(callGroups [][]*group, replies []casReply, errs []error,
 // dropped (a client told "admitted" may send its next request at once).
 func (b *batcher) written(g *group) {
 	s := b.s
+	b.settled = append(b.settled, g)
 	b.cacheGroup(g, g.finals)
 	for _, op := range g.ops {
 		if op.answered {

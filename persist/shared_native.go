@@ -144,7 +144,6 @@ func (b *batcher) applyNative(natives []*nativeCmd, timeNs int64, timeErr error,
 		switch {
 		case err == nil:
 			b.written(g)
-			b.settled = append(b.settled, g)
 			continue
 		case errors.Is(err, redis.Nil):
 			s.stats.conflicts.Add(1)
