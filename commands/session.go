@@ -78,7 +78,7 @@ func (s *session) Overlaps(args [][]byte) bool {
 	if len(args) == 0 || s.cl.multi != nil || s.cmds.AuthRequired(s.cl) {
 		return false
 	}
-	cmd, _ := s.cmds.resolve(args)
+	cmd, _ := s.cmds.resolveFor(s.cl, args) // the last command's row, for a pipeline of one command
 	return cmd != nil && cmd.Flags&FlagOverlap != 0
 }
 

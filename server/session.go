@@ -204,7 +204,7 @@ func (s *session) run(now time.Time) {
 				return
 			}
 		}
-		if s.w.pending() && !s.cs.Overlaps(args) {
+		if s.w.pending() && (!s.w.mayOverlap() || !s.cs.Overlaps(args)) {
 			s.waitArgs = args // the buffer stays as it is: nothing is read meanwhile
 			break
 		}
@@ -258,6 +258,13 @@ func (s *session) applyInline() {
 	if completed {
 		s.w.applyCompleted()
 	}
+}
+
+// currentOverlaps reports whether the command running may overlap a paused
+// one (commands.FlagOverlap): a command pausing that may not holds back
+// every later command until it completes, as if it had not paused.
+func (s *session) currentOverlaps() bool {
+	return s.current != nil && s.cs.Overlaps(s.current)
 }
 
 // dispatch runs one command, recovering from a panic in it.

@@ -17,6 +17,8 @@ import (
 //	PING        +PONG, may overlap a paused command
 //	ECHO x      $x
 //	HOLD        pauses; the test completes it (+H<n>, n counting from 0)
+//	LATER       as HOLD, but may not overlap a paused command (a keyspace
+//	            command run off the driver, in shared mode)
 //	NOW         pauses and completes at once (+NOW), as a deny-cache hit
 //	NOLAP       +NOLAP, may not overlap
 //	BIG n       a bulk string of n bytes, may overlap
@@ -43,7 +45,7 @@ func (c *scriptSession) Dispatch(w commands.Writer, args [][]byte) commands.Effe
 		w.WriteString("PONG")
 	case "ECHO":
 		w.WriteBulk(args[1])
-	case "HOLD":
+	case "HOLD", "LATER":
 		c.holds = append(c.holds, commands.AsPauser(w).Pause())
 	case "NOW":
 		commands.AsPauser(w).Pause().Complete(commands.ReplyFunc(func(w commands.Writer) { w.WriteString("NOW") }))
@@ -156,6 +158,17 @@ func TestSession(t *testing.T) {
 			{feed: "PING\r\nHOLD\r\nNOLAP\r\nPING\r\n", want: "+PONG\r\n", wantStep: stepWait},
 			{complete: 1, want: "+H0\r\n+NOLAP\r\n+PONG\r\n", wantStep: stepRead},
 		}, "PING HOLD NOLAP PING"},
+		{"a paused command that may not overlap holds back one that may", []sessionStep{
+			{feed: "LATER\r\nPING\r\nHOLD\r\n", wantStep: stepWait},
+			{complete: 1, want: "+H0\r\n+PONG\r\n", wantStep: stepRead},
+			{complete: 2, want: "+H1\r\n", wantStep: stepRead},
+		}, "LATER PING HOLD"},
+		{"one that may not overlap runs alone, paused or not", []sessionStep{
+			{feed: "HOLD\r\nLATER\r\nHOLD\r\n", wantStep: stepWait},
+			{complete: 1, want: "+H0\r\n", wantStep: stepWait},
+			{complete: 2, want: "+H1\r\n", wantStep: stepRead},
+			{complete: 3, want: "+H2\r\n", wantStep: stepRead},
+		}, "HOLD LATER HOLD"},
 		{"a panic in the completion", []sessionStep{
 			{feed: "HOLD\r\nPING\r\n", wantStep: stepRead},
 			{complete: 1, panics: true, want: internal + "+PONG\r\n", wantStep: stepRead},
