@@ -18,7 +18,11 @@ type decisionLater struct {
 	t      tally
 	paused Paused
 	millis bool
-	cl     bool          // CL.THROTTLE's answer: res, written as redis-cell writes it
+	// behind: an earlier command of the connection was still paused when
+	// this one paused (Pauser.Behind), so that the store decides it after
+	// that one instead of from what it remembers.
+	behind bool
+	cl     bool // CL.THROTTLE's answer: res, written as redis-cell writes it
 	res    engine.Result // cl
 	d      engine.Decision
 	err    error
@@ -48,6 +52,7 @@ func (cx *Context) pauseDecision(w Writer, t tally, millis bool) *decisionLater 
 		l = new(decisionLater)
 		l.done = l.decided
 	}
+	l.behind = p.Behind()
 	l.pool, l.paused, l.millis = pool, p.Pause(), millis
 	l.t = t.detachInto(l.key[:])
 	return l

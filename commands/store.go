@@ -17,10 +17,13 @@ import (
 // its arguments first (they point into the connection's buffer). They
 // return the engine's errors, so that a reply is the same as in memory;
 // an error that implements ReplyError is sent as its text says. The
-// keyspace methods block, and run off the event loops.
+// keyspace methods block, and run off the event loops. With behind, an
+// earlier command of the same connection is still to be decided (a
+// pipeline): the command is decided after it, in the store, and not
+// refused from a refusal remembered before it.
 type Store interface {
-	Throttle(key []byte, q engine.GCRAQuota, quantity int64, done engine.ThrottleDone)
-	ThrottleWindow(r engine.Rule, quantity int64, done func(engine.Decision, error))
+	Throttle(key []byte, q engine.GCRAQuota, quantity int64, behind bool, done engine.ThrottleDone)
+	ThrottleWindow(r engine.Rule, quantity int64, behind bool, done func(engine.Decision, error))
 	ThrottleAll(rules []engine.Rule, quantity int64, done func(engine.Decision, error))
 
 	Get(ctx context.Context, key string) (engine.Value, bool, error)

@@ -29,12 +29,12 @@ func (f *fakeStore) later(fn func()) {
 	}()
 }
 
-func (f *fakeStore) Throttle(key []byte, q engine.GCRAQuota, n int64, done engine.ThrottleDone) {
+func (f *fakeStore) Throttle(key []byte, q engine.GCRAQuota, n int64, _ bool, done engine.ThrottleDone) {
 	key = append([]byte(nil), key...)
 	f.later(func() { done.Done(f.eng.Throttle(nil, key, q, n)) })
 }
 
-func (f *fakeStore) ThrottleWindow(r engine.Rule, n int64, done func(engine.Decision, error)) {
+func (f *fakeStore) ThrottleWindow(r engine.Rule, n int64, _ bool, done func(engine.Decision, error)) {
 	r.Key = append([]byte(nil), r.Key...)
 	f.later(func() { done(f.eng.ThrottleWindow(nil, r, n)) })
 }
@@ -191,6 +191,8 @@ func newPausingWriter(proto int) *pausingWriter {
 }
 
 func (p *pausingWriter) cur() *respWriter { return p.parts[len(p.parts)-1] }
+
+func (p *pausingWriter) Behind() bool { return len(p.parts) > 1 }
 
 func (p *pausingWriter) Pause() Paused {
 	slot := &respWriter{proto: p.proto}

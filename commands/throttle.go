@@ -37,13 +37,13 @@ func clThrottle(cx *Context, w Writer, args [][]byte) {
 	// >> Operation
 	if st := cx.store(); st != nil {
 		if l := cx.pauseDecision(w, cx.tallyKey(args[1], engine.FamilyCL), false); l != nil {
-			st.Throttle(args[1], quota, nums[3], l)
+			st.Throttle(args[1], quota, nums[3], l.behind, l)
 			return
 		}
 		t := cx.tallyKey(args[1], engine.FamilyCL).detach()
 		key := args[1]
 		cx.await(w, func(finish func(func(Writer))) {
-			st.Throttle(key, quota, nums[3], engine.ThrottleFunc(func(res engine.Result, err error) {
+			st.Throttle(key, quota, nums[3], false, engine.ThrottleFunc(func(res engine.Result, err error) {
 				finish(func(w Writer) { writeThrottle(t, w, res, err) })
 			}))
 		})

@@ -71,11 +71,11 @@ func decideRule(cx *Context, w Writer, rule engine.Rule, quantity int64, millis 
 	t := cx.tallyKey(rule.Key, rule.Family)
 	if st := cx.store(); st != nil {
 		if l := cx.pauseDecision(w, t, millis); l != nil {
-			st.ThrottleWindow(rule, quantity, l.done)
+			st.ThrottleWindow(rule, quantity, l.behind, l.done)
 			return
 		}
 		storeDecision(cx, t.detach(), w, millis, func(done func(engine.Decision, error)) {
-			st.ThrottleWindow(rule, quantity, done)
+			st.ThrottleWindow(rule, quantity, false, done)
 		})
 		return
 	}

@@ -61,6 +61,9 @@ type SharedOptions struct {
 	// now, when set, replaces the clock synchronised with the store's
 	// (tests): nanoseconds since the epoch.
 	now func() int64
+	// answered, when set, runs once the store has answered a round and
+	// before the batcher takes the answer (tests).
+	answered func()
 }
 
 // Shared decides rate limits against a store shared by many cellserver
@@ -109,6 +112,9 @@ type sharedOp struct {
 	hash     uint64        // the value cache's hash of keys[0], for an op of one key
 	quantity int64
 	deadline time.Duration // on the clock's local(): monotonic, one read per op
+	// behind: an earlier command of the caller's connection is still to
+	// be decided, so that the deny cache may not answer this one.
+	behind bool
 
 	// rules' and keys' room for one rule, the common case, and keyBuf the
 	// keys' bytes (op.keys are views of it), kept when the op is released:
@@ -296,19 +302,21 @@ func (s *Shared) Close() error {
 }
 
 // Throttle runs a CL.THROTTLE rule on key and calls done with redis-cell's
-// reply.
-func (s *Shared) Throttle(key []byte, q engine.GCRAQuota, quantity int64, done engine.ThrottleDone) {
+// reply. With behind, an earlier command of the caller's connection is
+// still to be decided: the deny cache does not answer it (a refund or an
+// admission under another window before it may make its key laxer).
+func (s *Shared) Throttle(key []byte, q engine.GCRAQuota, quantity int64, behind bool, done engine.ThrottleDone) {
 	op := s.newOp(engine.OpThrottle, quantity)
-	op.onResult = done
+	op.onResult, op.behind = done, behind
 	op.rule1[0] = engine.Rule{Key: key, Family: engine.FamilyCL, GCRA: q}
 	op.rules = op.rule1[:]
 	s.submit(op)
 }
 
-// ThrottleWindow runs one SW, SWC or FW rule.
-func (s *Shared) ThrottleWindow(r engine.Rule, quantity int64, done func(engine.Decision, error)) {
+// ThrottleWindow runs one SW, SWC, FW or LB rule; behind as for Throttle.
+func (s *Shared) ThrottleWindow(r engine.Rule, quantity int64, behind bool, done func(engine.Decision, error)) {
 	op := s.newOp(engine.OpWindow, quantity)
-	op.onDecision = done
+	op.onDecision, op.behind = done, behind
 	op.rule1[0] = r
 	op.rules = op.rule1[:]
 	s.submit(op)
@@ -428,7 +436,7 @@ func (s *Shared) queued(op *sharedOp) bool {
 			}
 		}
 	}
-	if !s.opts.NoDenyCache && op.denyable() && !s.down.Load() {
+	if !s.opts.NoDenyCache && op.denyable() && !op.behind && !s.down.Load() {
 		if d, ok := s.deny.lookup(op, now); ok {
 			s.stats.denyHits.Add(1)
 			op.finish(d, nil)

@@ -46,7 +46,7 @@ func testDecisionAllocations(t *testing.T, store sharedStore) {
 	run := func() {
 		done.wg.Add(n)
 		for _, k := range keys {
-			s.Throttle(k, q, 1, done)
+			s.Throttle(k, q, 1, false, done)
 		}
 		done.wg.Wait()
 	}

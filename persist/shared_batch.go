@@ -68,6 +68,7 @@ func (b *roundBufs) call() *casCall {
 func (b *batcher) round(ops []*sharedOp) (retry []*sharedOp) {
 	s := b.s
 	rb := &b.bufs
+	b.denyEpoch = s.deny.epoch.Load() // before the round reaches the store
 	groups := b.groupOps(ops)
 	now := s.now()
 	// The round's keys share one slab each for their compare-and-sets and
@@ -134,6 +135,9 @@ func (b *batcher) round(ops []*sharedOp) (retry []*sharedOp) {
 	go func() {
 		defer s.wg.Done()
 		replies, errs, timeNs, timeErr := runCAS(ctx, s.client, calls, natives, s.cluster)
+		if s.opts.answered != nil {
+			s.opts.answered()
+		}
 		result <- outcome{replies, errs, timeNs, timeErr, sent, s.clock.local()}
 	}()
 	// The call's goroutine runs first (go puts it next on this P), so
@@ -469,10 +473,9 @@ func (b *batcher) written(g *group) {
 	s := b.s
 	b.settled = append(b.settled, g)
 	b.cacheGroup(g, g.finals)
+	// An op answered already (its deadline passed) was written all the
+	// same: what it made laxer is dropped too.
 	for _, op := range g.ops {
-		if op.answered {
-			continue
-		}
 		switch {
 		case op.quantity < 0:
 			// A refund makes the key laxer (one past the
@@ -484,8 +487,8 @@ func (b *batcher) written(g *group) {
 		case op.d.Limited:
 			// A refusal makes no key laxer; the deny cache
 			// remembers the ones it can answer.
-			if op.denyable() && !s.opts.NoDenyCache {
-				s.deny.add(op)
+			if !op.answered && op.denyable() && !s.opts.NoDenyCache {
+				s.deny.add(op, b.denyEpoch)
 			}
 		default:
 			// An admission under another window of the same

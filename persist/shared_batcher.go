@@ -35,6 +35,9 @@ type batcher struct {
 	// groups written, whose ops it then answers (answerSettled).
 	admitted []string
 	settled  []*group
+	// denyEpoch is the deny cache's epoch when the round was sent: its
+	// refusals are remembered only if no key was dropped since.
+	denyEpoch uint64
 	// touched keeps what the first readings of the entries give (groupOps,
 	// tally), so that the reads are not optimized away.
 	touched uint64

@@ -24,9 +24,14 @@ import (
 // instance's is not seen: the README says so). It is safe for concurrent
 // use.
 type denyCache struct {
-	mu  sync.Mutex // guards m and counts, and the writes to present
+	mu  sync.Mutex // guards m and counts, and the writes to present and epoch
 	m   map[string]denyEntry
 	max int
+	// epoch counts the drops: a refusal decided in a round is remembered
+	// only if no key was dropped since the round was sent (add), since a
+	// drop (DEL, a refund) may have reached the store after the round's
+	// compare-and-set and before its reply.
+	epoch atomic.Uint64
 
 	// Keys hash to one of len(counts) buckets; counts is how many of m's
 	// keys each holds, and present has a bucket's bit set while its
@@ -104,8 +109,9 @@ type denyEntry struct {
 	state    engine.Record
 }
 
-// add remembers op's refusal, if it is worth remembering.
-func (c *denyCache) add(op *sharedOp) {
+// add remembers op's refusal, if it is worth remembering and no key was
+// dropped since epoch (epoch.Load() when the refusal's round was sent).
+func (c *denyCache) add(op *sharedOp, epoch uint64) {
 	until := op.at
 	switch {
 	case op.d.RetryAfter > 0:
@@ -123,6 +129,9 @@ func (c *denyCache) add(op *sharedOp) {
 	key := op.keys[0]
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.epoch.Load() != epoch {
+		return
+	}
 	if old, ok := c.m[key]; ok {
 		// Assigning under key would make the map keep key itself in
 		// place of its copy: the copy is assigned under.
@@ -171,6 +180,7 @@ func (c *denyCache) lookup(op *sharedOp, now int64) (engine.Decision, bool) {
 func (c *denyCache) drop(keys []string, all bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.epoch.Add(1)
 	if len(c.m) == 0 {
 		return
 	}

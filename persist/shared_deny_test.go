@@ -3,8 +3,11 @@ package persist
 import (
 	"math/rand/v2"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/alicebob/miniredis/v2"
 
 	"github.com/cellserver/cellserver/engine"
 )
@@ -31,9 +34,9 @@ func TestSharedDenyCacheOtherWindow(t *testing.T) {
 	// answered, from its callback: the refusal it makes stale must be gone
 	// by then (a client told "admitted" may send at once).
 	minuteCh, hourCh := make(chan answer, 1), make(chan answer, 1)
-	s.ThrottleWindow(minute, 1, func(d engine.Decision, err error) {
+	s.ThrottleWindow(minute, 1, false, func(d engine.Decision, err error) {
 		minuteCh <- answer{d: d, err: err}
-		s.ThrottleWindow(hour, 1, func(d engine.Decision, err error) { hourCh <- answer{d: d, err: err} })
+		s.ThrottleWindow(hour, 1, false, func(d engine.Decision, err error) { hourCh <- answer{d: d, err: err} })
 	})
 	if a := wait(t, minuteCh); a.err != nil || a.d.Limited {
 		t.Fatalf("the minute's first call: %+v, want admitted", a)
@@ -43,6 +46,78 @@ func TestSharedDenyCacheOtherWindow(t *testing.T) {
 	}
 	if st := s.Stats(); st.DenyCacheHits != 0 {
 		t.Fatalf("stats %+v, want no deny-cache answer", st)
+	}
+}
+
+// TestSharedDenyCacheBehind: a command pipelined behind a refund, or behind
+// an admission under another window of its key, is decided after it, as in
+// memory, not refused from the refusal remembered before it; the deny
+// cache still answers a command with nothing before it.
+func TestSharedDenyCacheBehind(t *testing.T) {
+	_, s, _ := newSharedMini(t, SharedOptions{})
+	startShared(t, s)
+	exhaustCL(t, s, "k")
+	hits := s.Stats().DenyCacheHits
+	if a := wait(t, throttleAsync(s, "k", clQuota, 1)); !a.res.Limited || s.Stats().DenyCacheHits != hits+1 {
+		t.Fatalf("a refused key's next call: %+v, deny-cache hits %d (%d before), want refused from the cache", a, s.Stats().DenyCacheHits, hits)
+	}
+	refund := throttleAsync(s, "k", clQuota, -1)
+	ch := make(chan answer, 1)
+	s.Throttle([]byte("k"), clQuota, 1, true, engine.ThrottleFunc(func(r engine.Result, err error) { ch <- answer{res: r, err: err} }))
+	if a := wait(t, refund); a.err != nil {
+		t.Fatalf("refund: %+v", a)
+	}
+	if a := wait(t, ch); a.err != nil || a.res.Limited || a.res.Remaining != 0 {
+		t.Fatalf("the call pipelined behind the refund: %+v, want admitted with 0 left, as in memory", a)
+	}
+
+	fw := func(limit int64, window time.Duration) engine.Rule {
+		return engine.Rule{Key: []byte("w"), Family: engine.FamilyFW, Window: engine.WindowQuota{Limit: limit, Window: int64(window)}}
+	}
+	hour, minute := fw(2, time.Hour), fw(100, time.Minute)
+	for range 2 {
+		wait(t, windowAsync(s, hour, 1))
+	}
+	if a := wait(t, windowAsync(s, hour, 1)); !a.d.Limited {
+		t.Fatalf("3rd call admitted: %+v", a)
+	}
+	m := windowAsync(s, minute, 1)
+	hourCh := make(chan answer, 1)
+	s.ThrottleWindow(hour, 1, true, func(d engine.Decision, err error) { hourCh <- answer{d: d, err: err} })
+	if a := wait(t, m); a.err != nil || a.d.Limited {
+		t.Fatalf("the minute's call: %+v, want admitted", a)
+	}
+	if a := wait(t, hourCh); a.err != nil || a.d.Limited {
+		t.Fatalf("the hour's call pipelined behind the minute's admission: %+v, want admitted as in memory", a)
+	}
+}
+
+// TestSharedDenyCacheDropDuringRound: a key deleted (and invalidated)
+// after a round's compare-and-set ran in the store and before its reply is
+// taken: the round's refusal of the key is not remembered, since it was
+// decided on the state the deletion removed.
+func TestSharedDenyCacheDropDuringRound(t *testing.T) {
+	var armed atomic.Bool
+	var m *miniredis.Miniredis
+	var s *Shared
+	m, s, _ = newSharedMini(t, SharedOptions{answered: func() {
+		if armed.CompareAndSwap(true, false) {
+			m.Del("k")
+			s.Invalidate("k")
+		}
+	}})
+	startShared(t, s)
+	exhaustCL(t, s, "k")
+	s.deny.clear() // the next refusal is the store's
+	armed.Store(true)
+	if a := wait(t, throttleAsync(s, "k", clQuota, 1)); a.err != nil || !a.res.Limited {
+		t.Fatalf("the refusal whose reply the DEL overtook: %+v, want refused (decided before the DEL)", a)
+	}
+	if armed.Load() || m.Exists("k") {
+		t.Fatal("the DEL did not run between the round and its reply")
+	}
+	if a := wait(t, throttleAsync(s, "k", clQuota, 1)); a.err != nil || a.res.Limited {
+		t.Fatalf("after the key was deleted: %+v (deny-cache hits %d), want admitted", a, s.Stats().DenyCacheHits)
 	}
 }
 
@@ -91,9 +166,9 @@ func TestDenyCacheKeepsItsOwnKeys(t *testing.T) {
 	c := newDenyCache(100, denyBuckets)
 	a, b := new(sharedOp), new(sharedOp)
 	refusedOp(a, "k1", now)
-	c.add(a)
+	c.add(a, c.epoch.Load())
 	refusedOp(b, "k1", now) // the same round's second refusal
-	c.add(b)
+	c.add(b, c.epoch.Load())
 	refusedOp(b, "k2", now) // b released and taken again
 	if _, ok := c.m["p:k1"]; !ok || len(c.m) != 1 {
 		t.Fatalf("the cache's keys after b decided k2: %v, want p:k1 only", keysOf(c.m))
@@ -151,7 +226,7 @@ func TestDenyCacheFilter(t *testing.T) {
 		switch rng.IntN(5) {
 		case 0, 1:
 			refusedOp(op, key, now)
-			c.add(op)
+			c.add(op, c.epoch.Load())
 			if _, ok := c.m["p:"+key]; !ok {
 				t.Fatalf("step %d: %s not remembered", step, key)
 			}

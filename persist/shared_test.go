@@ -51,13 +51,13 @@ type answer struct {
 // throttleAsync starts a CL call; the channel gets its answer.
 func throttleAsync(s *Shared, key string, q engine.GCRAQuota, n int64) <-chan answer {
 	ch := make(chan answer, 1)
-	s.Throttle([]byte(key), q, n, engine.ThrottleFunc(func(r engine.Result, err error) { ch <- answer{res: r, err: err} }))
+	s.Throttle([]byte(key), q, n, false, engine.ThrottleFunc(func(r engine.Result, err error) { ch <- answer{res: r, err: err} }))
 	return ch
 }
 
 func windowAsync(s *Shared, r engine.Rule, n int64) <-chan answer {
 	ch := make(chan answer, 1)
-	s.ThrottleWindow(r, n, func(d engine.Decision, err error) { ch <- answer{d: d, res: d.Seconds(), err: err} })
+	s.ThrottleWindow(r, n, false, func(d engine.Decision, err error) { ch <- answer{d: d, res: d.Seconds(), err: err} })
 	return ch
 }
 
