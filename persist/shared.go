@@ -84,6 +84,7 @@ type Shared struct {
 	b *batcher
 
 	downCh chan struct{} // the store went down: probe it (capacity 1)
+	pubCh  chan struct{} // invalidations to publish, or the store is back (capacity 1)
 	stop   chan struct{}
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -219,6 +220,7 @@ func NewShared(client redis.UniversalClient, opts SharedOptions) *Shared {
 		log:     log,
 		channel: opts.Prefix + "cellserver:invalidate",
 		downCh:  make(chan struct{}, 1),
+		pubCh:   make(chan struct{}, 1),
 		stop:    make(chan struct{}),
 		ctx:     ctx,
 		cancel:  cancel,
@@ -252,10 +254,11 @@ func (s *Shared) Start(ctx context.Context) error {
 		s.markDown()
 	}
 	s.pubsub = s.client.Subscribe(s.ctx, s.channel)
-	s.wg.Add(3)
+	s.wg.Add(4)
 	go s.b.run()
 	go s.probe()
-	go s.listen(s.pubsub.Channel())
+	go s.listen(s.pubsub.ChannelWithSubscriptions())
+	go s.publisher()
 	return nil
 }
 

@@ -141,9 +141,6 @@ func (b *batcher) run() {
 		ops := append(append(b.ops[:0], retry...), queued...)
 		clear(queued)
 		b.spare, b.ops, retry = queued, ops, nil
-		if pubs := s.takePublishes(); len(pubs) > 0 && !s.down.Load() {
-			s.publish(pubs)
-		}
 		if all {
 			b.cache.reset()
 		}
@@ -203,6 +200,7 @@ func (b *batcher) storeUp() {
 	s.deny.clear()
 	s.opts.Local.Flush(nil)
 	s.down.Store(false)
+	s.pokePublisher() // the invalidations kept while it was down
 	s.log.Info("shared store back: deciding in the store again")
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cellserver/cellserver/engine"
 	"github.com/redis/go-redis/v9"
@@ -218,10 +219,24 @@ func (s *Shared) invalidate(prefixed []string) {
 		payload = append(payload, k...)
 	}
 	s.dropLocal(prefixed, len(prefixed) == 0)
+	s.keepPublishes(string(payload))
+	s.pokePublisher()
+}
+
+// maxKeptPublishes is the most invalidation messages kept for publishing
+// (the store down, or publishing failing): past it they become one that
+// drops every key, which says no less.
+const maxKeptPublishes = 1024
+
+// keepPublishes adds msgs to the invalidation messages to publish, before
+// those kept already (a failed publish puts its messages back).
+func (s *Shared) keepPublishes(msgs ...string) {
 	s.mu.Lock()
-	s.publishes = append(s.publishes, string(payload))
-	s.mu.Unlock()
-	s.b.poke() // the batcher publishes them
+	defer s.mu.Unlock()
+	s.publishes = append(msgs, s.publishes...)
+	if len(s.publishes) > maxKeptPublishes {
+		s.publishes = []string{""} // every key
+	}
 }
 
 // takePublishes returns the invalidation messages to publish, and forgets
@@ -234,6 +249,46 @@ func (s *Shared) takePublishes() []string {
 	return pubs
 }
 
+// pokePublisher wakes the publisher.
+func (s *Shared) pokePublisher() {
+	select {
+	case s.pubCh <- struct{}{}:
+	default:
+	}
+}
+
+// publisher publishes the invalidations on a goroutine of its own, so that
+// a slow store holds up no round (whose operations have their timeout to
+// keep). While the store is down, or after a publish failed, the messages
+// are kept: they go once the store answers again (the batcher, back up,
+// wakes it) or, after a failure, at the next try, probeInterval later.
+func (s *Shared) publisher() {
+	defer s.wg.Done()
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	defer retry.Stop()
+	for {
+		select {
+		case <-s.pubCh:
+		case <-retry.C:
+		case <-s.stop:
+			return
+		}
+		if s.down.Load() {
+			continue
+		}
+		pubs := s.takePublishes()
+		if len(pubs) == 0 {
+			continue
+		}
+		if err := s.publish(pubs); err != nil {
+			s.log.Warn("shared store: publishing an invalidation failed; trying again", "err", err)
+			s.keepPublishes(pubs...)
+			retry.Reset(probeInterval)
+		}
+	}
+}
+
 // dropLocal drops keys (prefixed), or all keys, from this instance's deny
 // cache at once and from its value cache at the batcher's next round.
 func (s *Shared) dropLocal(keys []string, all bool) {
@@ -242,30 +297,43 @@ func (s *Shared) dropLocal(keys []string, all bool) {
 }
 
 // publish sends invalidation messages, in one pipeline.
-func (s *Shared) publish(msgs []string) {
+func (s *Shared) publish(msgs []string) error {
 	ctx, cancel := context.WithTimeout(s.ctx, s.opts.Timeout)
 	defer cancel()
 	pipe := s.client.Pipeline()
 	for _, m := range msgs {
 		pipe.Publish(ctx, s.channel, m)
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		s.log.Warn("shared store: publishing an invalidation failed", "err", err)
-	}
+	_, err := pipe.Exec(ctx)
+	return err
 }
 
 // listen drops the keys other instances (and this one) say were deleted.
-func (s *Shared) listen(ch <-chan *redis.Message) {
+// The subscription's connection may drop and be made again, and what was
+// published meanwhile is lost: every subscription after the first drops
+// every key.
+func (s *Shared) listen(ch <-chan any) {
 	defer s.wg.Done()
+	subscribed := false
 	for {
 		select {
-		case m, ok := <-ch:
+		case msg, ok := <-ch:
 			if !ok {
 				return
 			}
-			keys, ok := decodeInvalidation(m.Payload)
-			if ok {
-				s.dropLocal(keys, len(keys) == 0)
+			switch m := msg.(type) {
+			case *redis.Subscription:
+				if m.Kind != "subscribe" {
+					continue
+				}
+				if subscribed {
+					s.dropLocal(nil, true)
+				}
+				subscribed = true
+			case *redis.Message:
+				if keys, ok := decodeInvalidation(m.Payload); ok {
+					s.dropLocal(keys, len(keys) == 0)
+				}
 			}
 		case <-s.stop:
 			return

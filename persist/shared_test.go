@@ -9,6 +9,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/cellserver/cellserver/engine"
+	"github.com/cellserver/cellserver/persist/redistest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -338,6 +339,42 @@ func TestSharedInvalidateAcrossInstances(t *testing.T) {
 	if r := wait(t, throttleAsync(a, "k", clQuota, 1)); r.err != nil || r.res.Limited {
 		t.Fatalf("after DEL and Invalidate elsewhere: %+v, want admitted", r)
 	}
+}
+
+// TestSharedInvalidationKeptWhileDown: an invalidation made while the
+// instance counts its store as down is published once the store is back,
+// not lost: the other instance's remembered refusal goes.
+func TestSharedInvalidationKeptWhileDown(t *testing.T) {
+	m, a, b := twoSharedMini(t)
+	for range 6 {
+		wait(t, throttleAsync(a, "k", clQuota, 1))
+	}
+	if !remembered(a, "k") {
+		t.Fatal("the refusal was not remembered")
+	}
+	m.Del("k")
+	b.markDown() // its prober finds the store up again probeInterval later
+	b.Invalidate("k")
+	waitFor(t, "the deny entry dropped once the store is back", func() bool { return !remembered(a, "k") })
+	if st := b.Stats(); st.Downs != 1 {
+		t.Fatalf("b's stats %+v, want one spell down", st)
+	}
+}
+
+// TestSharedResubscribeDropsAll: the subscription's connection dropped and
+// made again may have missed invalidations: every remembered refusal goes.
+func TestSharedResubscribeDropsAll(t *testing.T) {
+	srv := redistest.Start(t)
+	s := NewShared(srv.Client(t), SharedOptions{Local: engine.New(engine.Options{SweepInterval: -1}), Timeout: 5 * time.Second})
+	startShared(t, s)
+	exhaustCL(t, s, "k")
+	if !remembered(s, "k") {
+		t.Fatal("the refusal was not remembered")
+	}
+	if err := srv.Client(t).Do(context.Background(), "client", "kill", "type", "pubsub").Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the deny entry dropped on subscribing again", func() bool { return !remembered(s, "k") })
 }
 
 // TestSharedDenyCacheRefund: a refund (CL.THROTTLE with a negative
