@@ -388,3 +388,61 @@ func TestRunSharedTransaction(t *testing.T) {
 		t.Errorf("the store holds %d of the transaction's 2 keys", n)
 	}
 }
+
+// TestRunSharedPipelineOrder: a client's pipelined commands are decided in
+// order, as in memory: the DEL of a refused key before its next call, a
+// refund before the call after it, an admission under another window of
+// the key before the refused window's next call; none is refused from a
+// refusal remembered before the command ahead of it.
+func TestRunSharedPipelineOrder(t *testing.T) {
+	t.Parallel()
+	store := redistest.Start(t)
+	rdb := newClient(t, startRun(t, sharedArgs(store.URL()), nil).addr)
+	ctx := context.Background()
+	admitted := func(cmd *redis.Cmd) bool {
+		r, err := cmd.Int64Slice()
+		if err != nil {
+			t.Fatalf("%v: %v", cmd.Args(), err)
+		}
+		return r[0] == 0
+	}
+	for i := range 10 {
+		k, r, w := fmt.Sprint("del", i), fmt.Sprint("refund", i), fmt.Sprint("window", i)
+		// Each key refused, and the refusal remembered.
+		peek(t, rdb, "CL.THROTTLE", k, 0, 1, 60)
+		peek(t, rdb, "CL.THROTTLE", r, 0, 1, 60)
+		for range 2 {
+			peek(t, rdb, "FW.THROTTLE", w, 2, "1h")
+		}
+		for _, args := range [][]any{{"CL.THROTTLE", k, 0, 1, 60}, {"CL.THROTTLE", r, 0, 1, 60}, {"FW.THROTTLE", w, 2, "1h"}} {
+			if got := peek(t, rdb, args...); got[0] != 1 {
+				t.Fatalf("%v: %v, want refused", args, got)
+			}
+		}
+		pipe := rdb.Pipeline()
+		del := pipe.Del(ctx, k)
+		afterDel := pipe.Do(ctx, "CL.THROTTLE", k, 0, 1, 60)
+		refund := pipe.Do(ctx, "CL.THROTTLE", r, 0, 1, 60, -1)
+		afterRefund := pipe.Do(ctx, "CL.THROTTLE", r, 0, 1, 60)
+		minute := pipe.Do(ctx, "FW.THROTTLE", w, 100, "1m")
+		hour := pipe.Do(ctx, "FW.THROTTLE", w, 2, "1h")
+		if _, err := pipe.Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := del.Result(); err != nil || n != 1 {
+			t.Fatalf("DEL %s = %d, %v", k, n, err)
+		}
+		if !admitted(afterDel) {
+			t.Errorf("round %d: the call pipelined after DEL %s was refused", i, k)
+		}
+		if n, _ := store.Client(t).Exists(ctx, "t:"+k).Result(); n != 1 {
+			t.Errorf("round %d: the store lacks %s after the DEL and the call after it", i, k)
+		}
+		if !admitted(refund) || !admitted(afterRefund) {
+			t.Errorf("round %d: refund %v, the call after it %v: want both admitted", i, refund.Val(), afterRefund.Val())
+		}
+		if !admitted(minute) || !admitted(hour) {
+			t.Errorf("round %d: the minute's call %v, the hour's after it %v: want both admitted", i, minute.Val(), hour.Val())
+		}
+	}
+}
