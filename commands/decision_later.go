@@ -22,7 +22,7 @@ type decisionLater struct {
 	// this one paused (Pauser.Behind), so that the store decides it after
 	// that one instead of from what it remembers.
 	behind bool
-	cl     bool // CL.THROTTLE's answer: res, written as redis-cell writes it
+	cl     bool          // CL.THROTTLE's answer: res, written as redis-cell writes it
 	res    engine.Result // cl
 	d      engine.Decision
 	err    error
