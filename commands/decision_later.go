@@ -18,10 +18,11 @@ type decisionLater struct {
 	t      tally
 	paused Paused
 	millis bool
-	// behind: an earlier command of the connection was still paused when
-	// this one paused (Pauser.Behind), so that the store decides it after
-	// that one instead of from what it remembers.
+	// behind: an earlier decision of the connection on one of its keys
+	// was still to be written when it paused, so that the store decides it
+	// after that one instead of from what it remembers.
 	behind bool
+	client *Client       // whose laters it is in
 	cl     bool          // CL.THROTTLE's answer: res, written as redis-cell writes it
 	res    engine.Result // cl
 	d      engine.Decision
@@ -52,10 +53,34 @@ func (cx *Context) pauseDecision(w Writer, t tally, millis bool) *decisionLater 
 		l = new(decisionLater)
 		l.done = l.decided
 	}
-	l.behind = p.Behind()
+	l.behind = cx.Client.pendingOn(t)
 	l.pool, l.paused, l.millis = pool, p.Pause(), millis
 	l.t = t.detachInto(l.key[:])
+	l.client = cx.Client
+	cx.Client.laters = append(cx.Client.laters, l)
 	return l
+}
+
+// pendingOn reports whether a paused decision of the connection whose reply
+// is yet to be written is on one of t's keys.
+func (cl *Client) pendingOn(t tally) bool {
+	for _, l := range cl.laters {
+		if l.t.sharesKey(t) {
+			return true
+		}
+	}
+	return false
+}
+
+// written takes l, whose reply is being written, off the connection's
+// paused decisions: the first of them, replies being written in order.
+func (cl *Client) written(l *decisionLater) {
+	if len(cl.laters) == 0 || cl.laters[0] != l {
+		return
+	}
+	n := copy(cl.laters, cl.laters[1:])
+	cl.laters[n] = nil
+	cl.laters = cl.laters[:n]
 }
 
 // Done implements engine.ThrottleDone: CL.THROTTLE's answer.
@@ -80,6 +105,7 @@ func (l *decisionLater) WriteReply(w Writer) {
 	} else {
 		writeDecision(l.t, w, l.d, l.err, l.millis)
 	}
+	l.client.written(l)
 	pool, done := l.pool, l.done
 	*l = decisionLater{done: done}
 	pool.Put(l)

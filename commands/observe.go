@@ -210,6 +210,33 @@ type tally struct {
 	rules    []engine.Rule
 }
 
+// sharesKey reports whether t and o decide a key in common.
+func (t tally) sharesKey(o tally) bool {
+	if t.rules == nil && o.rules == nil { // one key each, the common case
+		return bytes.Equal(t.key, o.key)
+	}
+	for _, k := range t.keys() {
+		for _, ok := range o.keys() {
+			if bytes.Equal(k, ok) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// keys returns the keys t decides: key, or each of rules' keys.
+func (t tally) keys() [][]byte {
+	if t.rules == nil {
+		return [][]byte{t.key}
+	}
+	keys := make([][]byte, len(t.rules))
+	for i, r := range t.rules {
+		keys[i] = r.Key
+	}
+	return keys
+}
+
 // tally returns the running command's tally.
 func (cx *Context) tally() tally { return tally{m: cx.metrics, stripe: cx.stripe} }
 

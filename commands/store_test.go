@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"regexp"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -192,8 +193,6 @@ func newPausingWriter(proto int) *pausingWriter {
 
 func (p *pausingWriter) cur() *respWriter { return p.parts[len(p.parts)-1] }
 
-func (p *pausingWriter) Behind() bool { return len(p.parts) > 1 }
-
 func (p *pausingWriter) Pause() Paused {
 	slot := &respWriter{proto: p.proto}
 	p.parts = append(p.parts, slot, &respWriter{proto: p.proto})
@@ -290,4 +289,70 @@ func TestStorePausedAsMemory(t *testing.T) {
 			t.Errorf("cmdstat_%s = %s, want %s", name, got, want)
 		}
 	}
+}
+
+// holdStore is a fakeStore whose Throttle and ThrottleWindow answer only
+// when the test says (answer, on the test's goroutine), recording whether
+// each was called behind a decision on its key.
+type holdStore struct {
+	*fakeStore
+	behinds []bool
+	dones   []func()
+}
+
+func (h *holdStore) Throttle(key []byte, q engine.GCRAQuota, n int64, behind bool, done engine.ThrottleDone) {
+	key = append([]byte(nil), key...)
+	h.behinds = append(h.behinds, behind)
+	h.dones = append(h.dones, func() { done.Done(h.eng.Throttle(nil, key, q, n)) })
+}
+
+func (h *holdStore) ThrottleWindow(r engine.Rule, n int64, behind bool, done func(engine.Decision, error)) {
+	r.Key = append([]byte(nil), r.Key...)
+	h.behinds = append(h.behinds, behind)
+	h.dones = append(h.dones, func() { done(h.eng.ThrottleWindow(nil, r, n)) })
+}
+
+// answer answers the i-th decision.
+func (h *holdStore) answer(i int) { h.dones[i]() }
+
+// TestStoreBehindADecisionOnItsKey: a decision is passed to the store as
+// behind while an earlier decision of its connection on one of its keys
+// has not had its reply written, and only then: a pipeline on other keys
+// may still be refused from what the store remembers.
+func TestStoreBehindADecisionOnItsKey(t *testing.T) {
+	eng := engine.New(engine.Options{SweepInterval: -1})
+	t.Cleanup(eng.Close)
+	st := &holdStore{fakeStore: &fakeStore{eng: eng}}
+	cmds := New(Options{Engine: engine.New(engine.Options{SweepInterval: -1}), Version: "test", Store: st})
+	t.Cleanup(cmds.Close)
+	cl := NewClient(1, "127.0.0.1:50000", "127.0.0.1:6379", time.Now())
+	w := newPausingWriter(2)
+	send := func(args ...string) {
+		bargs := make([][]byte, len(args))
+		for i, a := range args {
+			bargs[i] = []byte(a)
+		}
+		cmds.Dispatch(w, cl, bargs)
+	}
+	send("CL.THROTTLE", "a", "0", "1", "60")
+	send("CL.THROTTLE", "b", "0", "1", "60")
+	send("CL.THROTTLE", "a", "0", "1", "60")
+	send("FW.THROTTLE", "c", "1", "1m")
+	send("FW.THROTTLE", "b", "1", "1m")
+	if want := []bool{false, false, true, false, true}; !slices.Equal(st.behinds, want) {
+		t.Fatalf("behind = %v, want %v", st.behinds, want)
+	}
+	st.answer(0) // a's first reply written: a's second is still pending
+	send("CL.THROTTLE", "a", "0", "1", "60")
+	for i := 1; i < 6; i++ {
+		st.answer(i)
+	}
+	send("CL.THROTTLE", "a", "0", "1", "60")
+	send("FW.THROTTLE", "b", "1", "1m")
+	if want := []bool{true, false, false}; !slices.Equal(st.behinds[5:], want) {
+		t.Fatalf("behind = %v, want %v after the first five", st.behinds[5:], want)
+	}
+	st.answer(6)
+	st.answer(7)
+	_ = w.String() // every part completed
 }

@@ -41,10 +41,6 @@ type Pauser interface {
 	// replies and returns it; the command then writes nothing more to this
 	// Writer.
 	Pause() Paused
-	// Behind reports whether an earlier command of the connection has
-	// paused and not completed yet: the running command's outcome must
-	// then follow that command's, whatever is remembered of earlier ones.
-	Behind() bool
 }
 
 // Paused is a paused command's place among its connection's replies.

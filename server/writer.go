@@ -154,9 +154,6 @@ func (w *replyWriter) Pause() commands.Paused {
 	return p
 }
 
-// Behind implements commands.Pauser.
-func (w *replyWriter) Behind() bool { return len(w.held) > 0 }
-
 // Push implements commands.Pusher: unlike the other methods, it may be
 // called from any goroutine.
 func (w *replyWriter) Push(line []byte) bool { return w.sess.push(line) }

@@ -410,11 +410,13 @@ func TestRunSharedPipelineOrder(t *testing.T) {
 		k, r, w := fmt.Sprint("del", i), fmt.Sprint("refund", i), fmt.Sprint("window", i)
 		// Each key refused, and the refusal remembered.
 		peek(t, rdb, "CL.THROTTLE", k, 0, 1, 60)
-		peek(t, rdb, "CL.THROTTLE", r, 0, 1, 60)
+		for range 5 { // a refund of one leaves the TAT ahead of now
+			peek(t, rdb, "CL.THROTTLE", r, 4, 1, 60)
+		}
 		for range 2 {
 			peek(t, rdb, "FW.THROTTLE", w, 2, "1h")
 		}
-		for _, args := range [][]any{{"CL.THROTTLE", k, 0, 1, 60}, {"CL.THROTTLE", r, 0, 1, 60}, {"FW.THROTTLE", w, 2, "1h"}} {
+		for _, args := range [][]any{{"CL.THROTTLE", k, 0, 1, 60}, {"CL.THROTTLE", r, 4, 1, 60}, {"FW.THROTTLE", w, 2, "1h"}} {
 			if got := peek(t, rdb, args...); got[0] != 1 {
 				t.Fatalf("%v: %v, want refused", args, got)
 			}
@@ -422,8 +424,8 @@ func TestRunSharedPipelineOrder(t *testing.T) {
 		pipe := rdb.Pipeline()
 		del := pipe.Del(ctx, k)
 		afterDel := pipe.Do(ctx, "CL.THROTTLE", k, 0, 1, 60)
-		refund := pipe.Do(ctx, "CL.THROTTLE", r, 0, 1, 60, -1)
-		afterRefund := pipe.Do(ctx, "CL.THROTTLE", r, 0, 1, 60)
+		refund := pipe.Do(ctx, "CL.THROTTLE", r, 4, 1, 60, -1)
+		afterRefund := pipe.Do(ctx, "CL.THROTTLE", r, 4, 1, 60)
 		minute := pipe.Do(ctx, "FW.THROTTLE", w, 100, "1m")
 		hour := pipe.Do(ctx, "FW.THROTTLE", w, 2, "1h")
 		if _, err := pipe.Exec(ctx); err != nil {
