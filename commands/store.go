@@ -18,9 +18,9 @@ import (
 // return the engine's errors, so that a reply is the same as in memory;
 // an error that implements ReplyError is sent as its text says. The
 // keyspace methods block, and run off the event loops. With behind, an
-// earlier command of the same connection is still to be decided (a
-// pipeline): the command is decided after it, in the store, and not
-// refused from a refusal remembered before it.
+// earlier decision of the same connection on one of the command's keys has
+// yet to be answered (a pipeline): the command is decided after it, in the
+// store, and not refused from a refusal remembered before it.
 type Store interface {
 	Throttle(key []byte, q engine.GCRAQuota, quantity int64, behind bool, done engine.ThrottleDone)
 	ThrottleWindow(r engine.Rule, quantity int64, behind bool, done func(engine.Decision, error))

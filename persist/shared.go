@@ -113,8 +113,8 @@ type sharedOp struct {
 	hash     uint64        // the value cache's hash of keys[0], for an op of one key
 	quantity int64
 	deadline time.Duration // on the clock's local(): monotonic, one read per op
-	// behind: an earlier command of the caller's connection is still to
-	// be decided, so that the deny cache may not answer this one.
+	// behind: an earlier decision of the caller's connection on its key is
+	// still to be answered, so that the deny cache may not answer this one.
 	behind bool
 
 	// rules' and keys' room for one rule, the common case, and keyBuf the
@@ -305,9 +305,10 @@ func (s *Shared) Close() error {
 }
 
 // Throttle runs a CL.THROTTLE rule on key and calls done with redis-cell's
-// reply. With behind, an earlier command of the caller's connection is
-// still to be decided: the deny cache does not answer it (a refund or an
-// admission under another window before it may make its key laxer).
+// reply. With behind, an earlier decision of the caller's connection on
+// key is still to be answered: the deny cache does not answer this one (a
+// refund or an admission under another window before it may make the key
+// laxer).
 func (s *Shared) Throttle(key []byte, q engine.GCRAQuota, quantity int64, behind bool, done engine.ThrottleDone) {
 	op := s.newOp(engine.OpThrottle, quantity)
 	op.onResult, op.behind = done, behind
