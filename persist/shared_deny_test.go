@@ -1,6 +1,7 @@
 package persist
 
 import (
+	"context"
 	"math/rand/v2"
 	"strconv"
 	"sync/atomic"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/cellserver/cellserver/engine"
 )
@@ -251,5 +253,42 @@ func TestDenyCacheFilter(t *testing.T) {
 	}
 	if !shared {
 		t.Error("no bucket held two keys: the counts were not tested")
+	}
+}
+
+// publishGate is a go-redis hook that holds every pipeline with a PUBLISH
+// until open is closed.
+type publishGate struct{ open chan struct{} }
+
+func (publishGate) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (publishGate) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (g publishGate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, c := range cmds {
+			if c.Name() == "publish" {
+				<-g.open
+				break
+			}
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// TestSharedSlowPublishHoldsNoRound: an invalidation the store is slow to
+// take holds up no decision: the rounds go on while it is being published.
+func TestSharedSlowPublishHoldsNoRound(t *testing.T) {
+	_, s, client := newSharedMini(t, SharedOptions{})
+	gate := publishGate{open: make(chan struct{})}
+	client.AddHook(gate)
+	startShared(t, s)
+	defer close(gate.open)
+	s.Invalidate("z")
+	select {
+	case a := <-throttleAsync(s, "x", clQuota, 1):
+		if a.err != nil || a.res.Limited {
+			t.Fatalf("x: %+v, want admitted", a)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a decision waited for the invalidation's publish")
 	}
 }
