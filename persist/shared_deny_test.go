@@ -22,16 +22,7 @@ import (
 func TestSharedDenyCacheOtherWindow(t *testing.T) {
 	_, s, _ := newSharedMini(t, SharedOptions{})
 	startShared(t, s)
-	fw := func(limit int64, window time.Duration) engine.Rule {
-		return engine.Rule{Key: []byte("k"), Family: engine.FamilyFW, Window: engine.WindowQuota{Limit: limit, Window: int64(window)}}
-	}
-	hour, minute := fw(2, time.Hour), fw(100, time.Minute)
-	for range 2 {
-		wait(t, windowAsync(s, hour, 1))
-	}
-	if a := wait(t, windowAsync(s, hour, 1)); !a.d.Limited {
-		t.Fatalf("3rd call admitted: %+v", a)
-	}
+	hour, minute := spendHour(t, s, "k")
 	// The hour's next call is made as soon as the minute's admission is
 	// answered, from its callback: the refusal it makes stale must be gone
 	// by then (a client told "admitted" may send at once).
@@ -73,16 +64,7 @@ func TestSharedDenyCacheBehind(t *testing.T) {
 		t.Fatalf("the call pipelined behind the refund: %+v, want admitted with 0 left, as in memory", a)
 	}
 
-	fw := func(limit int64, window time.Duration) engine.Rule {
-		return engine.Rule{Key: []byte("w"), Family: engine.FamilyFW, Window: engine.WindowQuota{Limit: limit, Window: int64(window)}}
-	}
-	hour, minute := fw(2, time.Hour), fw(100, time.Minute)
-	for range 2 {
-		wait(t, windowAsync(s, hour, 1))
-	}
-	if a := wait(t, windowAsync(s, hour, 1)); !a.d.Limited {
-		t.Fatalf("3rd call admitted: %+v", a)
-	}
+	hour, minute := spendHour(t, s, "w")
 	m := windowAsync(s, minute, 1)
 	hourCh := make(chan answer, 1)
 	s.ThrottleWindow(hour, 1, true, func(d engine.Decision, err error) { hourCh <- answer{d: d, err: err} })
@@ -121,6 +103,24 @@ func TestSharedDenyCacheDropDuringRound(t *testing.T) {
 	if a := wait(t, throttleAsync(s, "k", clQuota, 1)); a.err != nil || a.res.Limited {
 		t.Fatalf("after the key was deleted: %+v (deny-cache hits %d), want admitted", a, s.Stats().DenyCacheHits)
 	}
+}
+
+// spendHour spends key's hourly fixed window of 2 on s, the third call
+// refused (and remembered), and returns that rule and a minute's of 100 on
+// the same key.
+func spendHour(t *testing.T, s *Shared, key string) (hour, minute engine.Rule) {
+	t.Helper()
+	fw := func(limit int64, window time.Duration) engine.Rule {
+		return engine.Rule{Key: []byte(key), Family: engine.FamilyFW, Window: engine.WindowQuota{Limit: limit, Window: int64(window)}}
+	}
+	hour, minute = fw(2, time.Hour), fw(100, time.Minute)
+	for range 2 {
+		wait(t, windowAsync(s, hour, 1))
+	}
+	if a := wait(t, windowAsync(s, hour, 1)); !a.d.Limited {
+		t.Fatalf("3rd call admitted: %+v", a)
+	}
+	return hour, minute
 }
 
 // TestSharedRefundPastStateClearsDenyCache: a refund larger than a CL

@@ -326,13 +326,7 @@ func TestSharedNoExpiry(t *testing.T) {
 // TestSharedInvalidateAcrossInstances: a DEL through one instance clears
 // the key from another instance's deny cache.
 func TestSharedInvalidateAcrossInstances(t *testing.T) {
-	m, a, b := twoSharedMini(t)
-	for range 6 {
-		wait(t, throttleAsync(a, "k", clQuota, 1))
-	}
-	if !remembered(a, "k") {
-		t.Fatal("the refusal was not remembered")
-	}
+	m, a, b := twoSharedRefused(t)
 	m.Del("k")
 	b.Invalidate("k")
 	waitFor(t, "the deny entry dropped", func() bool { return !remembered(a, "k") })
@@ -345,13 +339,7 @@ func TestSharedInvalidateAcrossInstances(t *testing.T) {
 // instance counts its store as down is published once the store is back,
 // not lost: the other instance's remembered refusal goes.
 func TestSharedInvalidationKeptWhileDown(t *testing.T) {
-	m, a, b := twoSharedMini(t)
-	for range 6 {
-		wait(t, throttleAsync(a, "k", clQuota, 1))
-	}
-	if !remembered(a, "k") {
-		t.Fatal("the refusal was not remembered")
-	}
+	m, a, b := twoSharedRefused(t)
 	m.Del("k")
 	b.markDown() // its prober finds the store up again probeInterval later
 	b.Invalidate("k")
@@ -416,6 +404,18 @@ func twoSharedMini(t *testing.T) (m *miniredis.Miniredis, a, b *Shared) {
 	t.Cleanup(func() { client.Close() })
 	b = NewShared(client, SharedOptions{Local: engine.New(engine.Options{SweepInterval: -1}), Timeout: 5 * time.Second})
 	startShared(t, b)
+	return m, a, b
+}
+
+// twoSharedRefused is twoSharedMini with the key "k" refused on a, and the
+// refusal remembered.
+func twoSharedRefused(t *testing.T) (m *miniredis.Miniredis, a, b *Shared) {
+	t.Helper()
+	m, a, b = twoSharedMini(t)
+	exhaustCL(t, a, "k")
+	if !remembered(a, "k") {
+		t.Fatal("the refusal was not remembered")
+	}
 	return m, a, b
 }
 
