@@ -66,9 +66,10 @@ type Client struct {
 	// rules is THROTTLE.ALL's buffer of parsed rules, kept between calls so
 	// that parsing allocates nothing; empty when not in use.
 	rules []engine.Rule
-	// laters are the connection's paused decisions whose replies are yet
-	// to be written, in order (pauseDecision, WriteReply).
+	// laters[lhead:] are the connection's paused decisions whose replies
+	// are yet to be written, in order (pauseDecision, WriteReply).
 	laters []*decisionLater
+	lhead  int
 	// effects are what the running command changed that the server must
 	// act on; Session.Dispatch clears and returns them.
 	effects Effect

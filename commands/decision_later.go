@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/cellserver/cellserver/engine"
@@ -57,14 +58,23 @@ func (cx *Context) pauseDecision(w Writer, t tally, millis bool) *decisionLater 
 	l.pool, l.paused, l.millis = pool, p.Pause(), millis
 	l.t = t.detachInto(l.key[:])
 	l.client = cx.Client
-	cx.Client.laters = append(cx.Client.laters, l)
+	cx.Client.pausedDecision(l)
 	return l
 }
+
+// maxPendingScan is the most paused decisions pendingOn compares a
+// command's keys with: past it (a long pipeline), the command counts as
+// behind one on its keys, which costs it only the deny cache.
+const maxPendingScan = 64
 
 // pendingOn reports whether a paused decision of the connection whose reply
 // is yet to be written is on one of t's keys.
 func (cl *Client) pendingOn(t tally) bool {
-	for _, l := range cl.laters {
+	pending := cl.laters[cl.lhead:]
+	if len(pending) > maxPendingScan {
+		return true
+	}
+	for _, l := range pending {
 		if l.t.sharesKey(t) {
 			return true
 		}
@@ -72,15 +82,31 @@ func (cl *Client) pendingOn(t tally) bool {
 	return false
 }
 
-// written takes l, whose reply is being written, off the connection's
-// paused decisions: the first of them, replies being written in order.
-func (cl *Client) written(l *decisionLater) {
-	if len(cl.laters) == 0 || cl.laters[0] != l {
-		return
+// pausedDecision adds l to the connection's paused decisions.
+func (cl *Client) pausedDecision(l *decisionLater) {
+	if cl.lhead > 0 && len(cl.laters) == cap(cl.laters) {
+		n := copy(cl.laters, cl.laters[cl.lhead:])
+		clear(cl.laters[n:])
+		cl.laters, cl.lhead = cl.laters[:n], 0
 	}
-	n := copy(cl.laters, cl.laters[1:])
-	cl.laters[n] = nil
-	cl.laters = cl.laters[:n]
+	cl.laters = append(cl.laters, l)
+}
+
+// written takes l, whose reply is about to be written, off the
+// connection's paused decisions, of which it is the first: replies are
+// written in order.
+func (cl *Client) written(l *decisionLater) {
+	pending := cl.laters[cl.lhead:]
+	switch i := slices.Index(pending, l); {
+	case i == 0:
+		pending[0] = nil
+		cl.lhead++
+	case i > 0:
+		cl.laters = slices.Delete(cl.laters, cl.lhead+i, cl.lhead+i+1)
+	}
+	if cl.lhead == len(cl.laters) {
+		cl.laters, cl.lhead = cl.laters[:0], 0
+	}
 }
 
 // Done implements engine.ThrottleDone: CL.THROTTLE's answer.
@@ -97,6 +123,7 @@ func (l *decisionLater) decided(d engine.Decision, err error) {
 
 // WriteReply implements Reply.
 func (l *decisionLater) WriteReply(w Writer) {
+	l.client.written(l) // first: the write may panic
 	if l.err != nil {
 		l.t.erred()
 	}
@@ -105,7 +132,6 @@ func (l *decisionLater) WriteReply(w Writer) {
 	} else {
 		writeDecision(l.t, w, l.d, l.err, l.millis)
 	}
-	l.client.written(l)
 	pool, done := l.pool, l.done
 	*l = decisionLater{done: done}
 	pool.Put(l)

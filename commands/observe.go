@@ -212,29 +212,28 @@ type tally struct {
 
 // sharesKey reports whether t and o decide a key in common.
 func (t tally) sharesKey(o tally) bool {
-	if t.rules == nil && o.rules == nil { // one key each, the common case
-		return bytes.Equal(t.key, o.key)
+	if t.rules == nil {
+		return o.decidesKey(t.key)
 	}
-	for _, k := range t.keys() {
-		for _, ok := range o.keys() {
-			if bytes.Equal(k, ok) {
-				return true
-			}
+	for _, r := range t.rules {
+		if o.decidesKey(r.Key) {
+			return true
 		}
 	}
 	return false
 }
 
-// keys returns the keys t decides: key, or each of rules' keys.
-func (t tally) keys() [][]byte {
+// decidesKey reports whether t decides key: its key, or one of its rules'.
+func (t tally) decidesKey(key []byte) bool {
 	if t.rules == nil {
-		return [][]byte{t.key}
+		return bytes.Equal(t.key, key)
 	}
-	keys := make([][]byte, len(t.rules))
-	for i, r := range t.rules {
-		keys[i] = r.Key
+	for _, r := range t.rules {
+		if bytes.Equal(r.Key, key) {
+			return true
+		}
 	}
-	return keys
+	return false
 }
 
 // tally returns the running command's tally.

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"regexp"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -355,4 +356,47 @@ func TestStoreBehindADecisionOnItsKey(t *testing.T) {
 	st.answer(6)
 	st.answer(7)
 	_ = w.String() // every part completed
+}
+
+// TestPausedDecisionsList: the connection's paused decisions stay in order
+// through a long pipeline and a reply whose write panics, and the list
+// does not grow while a pipeline keeps some paused; past maxPendingScan a
+// decision counts as behind without a scan.
+func TestPausedDecisionsList(t *testing.T) {
+	cl := NewClient(1, "127.0.0.1:50000", "127.0.0.1:6379", time.Now())
+	later := func(key string) *decisionLater {
+		l := &decisionLater{client: cl, t: tally{key: []byte(key)}, cl: true}
+		cl.pausedDecision(l)
+		return l
+	}
+	on := func(key string) bool { return cl.pendingOn(tally{key: []byte(key)}) }
+	a, b := later("a"), later("b")
+	func() {
+		defer func() { _ = recover() }()
+		a.WriteReply(nil) // the write panics
+	}()
+	if on("a") || !on("b") || len(cl.laters)-cl.lhead != 1 {
+		t.Fatalf("after a's write panicked: pending on a %v, on b %v, %d pending", on("a"), on("b"), len(cl.laters)-cl.lhead)
+	}
+	cl.written(b)
+	var fifo []*decisionLater
+	for i := range 3000 {
+		fifo = append(fifo, later(strconv.Itoa(i)))
+		if i%3 != 0 {
+			cl.written(fifo[0])
+			fifo = fifo[1:]
+		}
+	}
+	if n := len(cl.laters) - cl.lhead; n != len(fifo) || cap(cl.laters) > 4*len(fifo) {
+		t.Fatalf("%d pending in a list of %d (cap %d), want %d", n, len(cl.laters), cap(cl.laters), len(fifo))
+	}
+	if !on("none") {
+		t.Fatalf("%d pending, more than %d: want behind without a scan", len(fifo), maxPendingScan)
+	}
+	for _, l := range fifo[:len(fifo)-1] {
+		cl.written(l)
+	}
+	if on("none") || !on(string(fifo[len(fifo)-1].t.key)) {
+		t.Fatal("one pending: behind on its key only")
+	}
 }
