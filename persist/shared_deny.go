@@ -25,14 +25,18 @@ import (
 // instance's is not seen: the README says so). It is safe for concurrent
 // use.
 type denyCache struct {
-	mu  sync.Mutex // guards m and counts, and the writes to present and epoch
+	mu  sync.Mutex // guards m, counts, dropped and droppedAll, and the writes to present and epoch
 	m   map[string]denyEntry
 	max int
-	// epoch counts the drops: a refusal decided in a round is remembered
-	// only if no key was dropped since the round was sent (add), since a
-	// drop (DEL, a refund) may have reached the store after the round's
-	// compare-and-set and before its reply.
-	epoch atomic.Uint64
+	// epoch counts the invalidations (invalidate); dropped is, for each
+	// bucket, the epoch of the last that named one of its keys, and
+	// droppedAll that of the last of every key. A refusal decided in a
+	// round is remembered only if no invalidation of its key came since
+	// the round was sent (add): a DEL or a refund may have reached the
+	// store after the round's compare-and-set and before its reply.
+	epoch      atomic.Uint64
+	dropped    []uint64
+	droppedAll uint64
 
 	// Keys hash to one of len(counts) buckets; counts is how many of m's
 	// keys each holds, and present has a bucket's bit set while its
@@ -57,6 +61,7 @@ func newDenyCache(max, buckets int) *denyCache {
 		seed:    maphash.MakeSeed(),
 		present: make([]atomic.Uint64, buckets/64),
 		counts:  make([]uint32, buckets),
+		dropped: make([]uint64, buckets),
 	}
 }
 
@@ -110,8 +115,9 @@ type denyEntry struct {
 	state    engine.Record
 }
 
-// add remembers op's refusal, if it is worth remembering and no key was
-// dropped since epoch (epoch.Load() when the refusal's round was sent).
+// add remembers op's refusal, if it is worth remembering and its key was
+// not invalidated since epoch (epoch.Load() when the refusal's round was
+// sent).
 func (c *denyCache) add(op *sharedOp, epoch uint64) {
 	until := op.at
 	switch {
@@ -130,7 +136,7 @@ func (c *denyCache) add(op *sharedOp, epoch uint64) {
 	key := op.keys[0]
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.epoch.Load() != epoch {
+	if c.droppedAll > epoch || c.dropped[c.bucket(key)] > epoch {
 		return
 	}
 	if old, ok := c.m[key]; ok {
@@ -181,7 +187,27 @@ func (c *denyCache) lookup(op *sharedOp, now int64) (engine.Decision, bool) {
 func (c *denyCache) drop(keys []string, all bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.epoch.Add(1)
+	c.dropLocked(keys, all)
+}
+
+// invalidate is drop for keys whose state may have changed in the store
+// behind a round under way (a DEL, a refund): that round does not remember
+// a refusal of them.
+func (c *denyCache) invalidate(keys []string, all bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.epoch.Add(1)
+	if all {
+		c.droppedAll = e
+	}
+	for _, k := range keys {
+		c.dropped[c.bucket(k)] = e
+	}
+	c.dropLocked(keys, all)
+}
+
+// dropLocked is drop, c.mu held.
+func (c *denyCache) dropLocked(keys []string, all bool) {
 	if len(c.m) == 0 {
 		return
 	}
@@ -292,7 +318,7 @@ func (s *Shared) publisher() {
 // dropLocal drops keys (prefixed), or all keys, from this instance's deny
 // cache at once and from its value cache at the batcher's next round.
 func (s *Shared) dropLocal(keys []string, all bool) {
-	s.deny.drop(keys, all)
+	s.deny.invalidate(keys, all)
 	s.b.drop(keys, all)
 }
 

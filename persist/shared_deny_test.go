@@ -105,6 +105,28 @@ func TestSharedDenyCacheDropDuringRound(t *testing.T) {
 	}
 }
 
+// TestSharedDenyCacheOtherDropDuringRound: an invalidation of another key
+// during a round leaves the round's refusal of k remembered.
+func TestSharedDenyCacheOtherDropDuringRound(t *testing.T) {
+	var armed atomic.Bool
+	var s *Shared
+	_, s, _ = newSharedMini(t, SharedOptions{answered: func() {
+		if armed.CompareAndSwap(true, false) {
+			s.Invalidate("other")
+		}
+	}})
+	startShared(t, s)
+	exhaustCL(t, s, "k")
+	s.deny.clear()
+	armed.Store(true)
+	if a := wait(t, throttleAsync(s, "k", clQuota, 1)); a.err != nil || !a.res.Limited {
+		t.Fatalf("k: %+v, want refused", a)
+	}
+	if armed.Load() || !remembered(s, "k") {
+		t.Fatal("k's refusal not remembered after another key's invalidation during its round")
+	}
+}
+
 // spendHour spends key's hourly fixed window of 2 on s, the third call
 // refused (and remembered), and returns that rule and a minute's of 100 on
 // the same key.
