@@ -254,12 +254,12 @@ func (s *Shared) invalidate(prefixed []string) {
 // drops every key, which says no less.
 const maxKeptPublishes = 1024
 
-// keepPublishes adds msgs to the invalidation messages to publish, before
-// those kept already (a failed publish puts its messages back).
+// keepPublishes adds msgs to the invalidation messages to publish (a
+// failed publish puts its messages back; their order does not matter).
 func (s *Shared) keepPublishes(msgs ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.publishes = append(msgs, s.publishes...)
+	s.publishes = append(s.publishes, msgs...)
 	if len(s.publishes) > maxKeptPublishes {
 		s.publishes = []string{""} // every key
 	}
@@ -288,6 +288,7 @@ func (s *Shared) pokePublisher() {
 // keep). While the store is down, or after a publish failed, the messages
 // are kept: they go once the store answers again (the batcher, back up,
 // wakes it) or, after a failure, at the next try, probeInterval later.
+// At Close it publishes what is left, within the timeout.
 func (s *Shared) publisher() {
 	defer s.wg.Done()
 	retry := time.NewTimer(time.Hour)
@@ -298,6 +299,9 @@ func (s *Shared) publisher() {
 		case <-s.pubCh:
 		case <-retry.C:
 		case <-s.stop:
+			if pubs := s.takePublishes(); len(pubs) > 0 && !s.down.Load() {
+				_ = s.publishWithin(context.Background(), pubs) // Close cancels s.ctx
+			}
 			return
 		}
 		if s.down.Load() {
@@ -323,8 +327,11 @@ func (s *Shared) dropLocal(keys []string, all bool) {
 }
 
 // publish sends invalidation messages, in one pipeline.
-func (s *Shared) publish(msgs []string) error {
-	ctx, cancel := context.WithTimeout(s.ctx, s.opts.Timeout)
+func (s *Shared) publish(msgs []string) error { return s.publishWithin(s.ctx, msgs) }
+
+// publishWithin is publish under ctx, within the timeout.
+func (s *Shared) publishWithin(ctx context.Context, msgs []string) error {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
 	pipe := s.client.Pipeline()
 	for _, m := range msgs {
