@@ -23,6 +23,7 @@ type decisionLater struct {
 	// was still to be written when it paused, so that the store decides it
 	// after that one instead of from what it remembers.
 	behind bool
+	sig    uint64        // keySig of its key, 0 for several (pendingOn)
 	client *Client       // whose laters it is in
 	cl     bool          // CL.THROTTLE's answer: res, written as redis-cell writes it
 	res    engine.Result // cl
@@ -54,7 +55,8 @@ func (cx *Context) pauseDecision(w Writer, t tally, millis bool) *decisionLater 
 		l = new(decisionLater)
 		l.done = l.decided
 	}
-	l.behind = cx.Client.pendingOn(t)
+	l.sig = t.keySig()
+	l.behind = cx.Client.pendingOn(t, l.sig)
 	l.pool, l.paused, l.millis = pool, p.Pause(), millis
 	l.t = t.detachInto(l.key[:])
 	l.client = cx.Client
@@ -68,14 +70,14 @@ func (cx *Context) pauseDecision(w Writer, t tally, millis bool) *decisionLater 
 const maxPendingScan = 64
 
 // pendingOn reports whether a paused decision of the connection whose reply
-// is yet to be written is on one of t's keys.
-func (cl *Client) pendingOn(t tally) bool {
+// is yet to be written is on one of t's keys; sig is t.keySig().
+func (cl *Client) pendingOn(t tally, sig uint64) bool {
 	pending := cl.laters[cl.lhead:]
 	if len(pending) > maxPendingScan {
 		return true
 	}
 	for _, l := range pending {
-		if l.t.sharesKey(t) {
+		if (sig == 0 || l.sig == 0 || l.sig == sig) && l.t.sharesKey(t) {
 			return true
 		}
 	}

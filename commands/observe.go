@@ -2,6 +2,7 @@ package commands
 
 import (
 	"bytes"
+	"encoding/binary"
 	"slices"
 	"strings"
 	"sync"
@@ -221,6 +222,19 @@ func (t tally) sharesKey(o tally) bool {
 		}
 	}
 	return false
+}
+
+// keySig is a cheap signature of t's key, for pendingOn to tell most keys
+// apart without comparing them: two keys with different signatures differ
+// (their lengths, or their last eight bytes, do). It is 0 for a tally of
+// several rules, which is compared in full.
+func (t tally) keySig() uint64 {
+	if t.rules != nil {
+		return 0
+	}
+	var last [8]byte
+	copy(last[:], t.key[max(len(t.key)-8, 0):])
+	return (binary.LittleEndian.Uint64(last[:]) ^ uint64(len(t.key))<<56) | 1
 }
 
 // decidesKey reports whether t decides key: its key, or one of its rules'.

@@ -313,6 +313,14 @@ func (h *holdStore) ThrottleWindow(r engine.Rule, n int64, behind bool, done fun
 	h.dones = append(h.dones, func() { done(h.eng.ThrottleWindow(nil, r, n)) })
 }
 
+func (h *holdStore) ThrottleAll(rules []engine.Rule, n int64, done func(engine.Decision, error)) {
+	rules = slices.Clone(rules)
+	for i := range rules {
+		rules[i].Key = slices.Clone(rules[i].Key)
+	}
+	h.dones = append(h.dones, func() { done(h.eng.ThrottleAll(nil, rules, n)) })
+}
+
 // answer answers the i-th decision.
 func (h *holdStore) answer(i int) { h.dones[i]() }
 
@@ -355,6 +363,16 @@ func TestStoreBehindADecisionOnItsKey(t *testing.T) {
 	}
 	st.answer(6)
 	st.answer(7)
+	// Behind a THROTTLE.ALL (its answer is the ninth) on one of its keys.
+	send("THROTTLE.ALL", "CL", "x", "0", "1", "60", "FW", "y", "1", "1m")
+	send("CL.THROTTLE", "y", "0", "1", "60")
+	send("CL.THROTTLE", "z", "0", "1", "60")
+	if got := st.behinds[8:]; !slices.Equal(got, []bool{true, false}) {
+		t.Fatalf("behind a THROTTLE.ALL on x and y: y %v, z %v; want y only", got[0], got[1])
+	}
+	for i := 8; i < 11; i++ {
+		st.answer(i)
+	}
 	_ = w.String() // every part completed
 }
 
@@ -366,10 +384,11 @@ func TestPausedDecisionsList(t *testing.T) {
 	cl := NewClient(1, "127.0.0.1:50000", "127.0.0.1:6379", time.Now())
 	later := func(key string) *decisionLater {
 		l := &decisionLater{client: cl, t: tally{key: []byte(key)}, cl: true}
+		l.sig = l.t.keySig()
 		cl.pausedDecision(l)
 		return l
 	}
-	on := func(key string) bool { return cl.pendingOn(tally{key: []byte(key)}) }
+	on := func(key string) bool { t := tally{key: []byte(key)}; return cl.pendingOn(t, t.keySig()) }
 	a, b := later("a"), later("b")
 	func() {
 		defer func() { _ = recover() }()
