@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -346,6 +347,44 @@ func TestSharedInvalidationKeptWhileDown(t *testing.T) {
 	waitFor(t, "the deny entry dropped once the store is back", func() bool { return !remembered(a, "k") })
 	if st := b.Stats(); st.Downs != 1 {
 		t.Fatalf("b's stats %+v, want one spell down", st)
+	}
+}
+
+// TestSharedTimedOutRefundInvalidates: a refund answered by the timeout
+// while its round was still on its way, and written by that round, still
+// clears the key on the other instances: the store holds it.
+func TestSharedTimedOutRefundInvalidates(t *testing.T) {
+	var rounds atomic.Int32
+	var landed atomic.Bool
+	m, a, _ := newSharedMini(t, SharedOptions{Timeout: time.Second, answered: func() {
+		// The armed rounds: the first holds the refund in the queue, the
+		// second outlives the refund's deadline but not its own.
+		switch rounds.Add(-1) {
+		case 1:
+			time.Sleep(500 * time.Millisecond)
+		case 0:
+			time.Sleep(600 * time.Millisecond)
+			landed.Store(true)
+		}
+	}})
+	startShared(t, a)
+	client := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	t.Cleanup(func() { client.Close() })
+	b := NewShared(client, SharedOptions{Local: engine.New(engine.Options{SweepInterval: -1}), Timeout: 5 * time.Second})
+	startShared(t, b)
+	exhaustCL(t, b, "k")
+	if !remembered(b, "k") {
+		t.Fatal("the refusal was not remembered")
+	}
+	rounds.Store(2)
+	first := throttleAsync(a, "o", clQuota, 1)
+	refund := throttleAsync(a, "k", clQuota, -1)
+	wait(t, first)
+	wait(t, refund) // by the timeout, from a's own memory
+	waitFor(t, "the refund's round to land", landed.Load)
+	waitFor(t, "b's refusal of k dropped", func() bool { return !remembered(b, "k") })
+	if st := a.Stats(); st.Timeouts == 0 {
+		t.Fatalf("a's stats %+v: the refund did not time out", st)
 	}
 }
 
