@@ -549,6 +549,9 @@ func (s *Shared) probe() {
 			}
 			ctx, cancel := context.WithTimeout(s.ctx, s.opts.Timeout)
 			err := casScript.Load(ctx, s.client).Err() // a PING that also reloads the script
+			if err == nil {
+				err = s.probeWrite(ctx)
+			}
 			if err == nil && !s.opts.ScriptOnly {
 				s.ifeq.Store(s.probeNative(ctx))
 			}
@@ -562,6 +565,21 @@ func (s *Shared) probe() {
 			}
 		}
 	}
+}
+
+// probeWrite reports whether the store takes writes: a store that answers
+// but refuses them (out of memory under noeviction, a read-only replica
+// after a failover, a failed save under stop-writes-on-bgsave-error) fails
+// every round, and counting it as back would empty the local engine again
+// and again while nothing enforced the limits. The probe is a SET XX of a
+// key that does not exist: a write the store refuses as it would any, which
+// writes nothing.
+func (s *Shared) probeWrite(ctx context.Context) error {
+	err := s.client.Do(ctx, "set", s.opts.Prefix+"cellserver:write-probe", "x", "xx").Err()
+	if errors.Is(err, redis.Nil) {
+		return nil
+	}
+	return err
 }
 
 // replyError is an error whose text is the reply a client gets, its first

@@ -175,6 +175,13 @@ func (b *batcher) round(ops []*sharedOp) (retry []*sharedOp) {
 		case <-timer.C:
 		}
 		if s.clock.local()-start >= s.opts.Timeout {
+			// The round trip outlived the timeout: its ops not answered
+			// yet waited as long, and count as timed out.
+			for _, op := range ops {
+				if !op.answered {
+					s.stats.timeouts.Add(1)
+				}
+			}
 			s.markDown()
 			b.abandon(ops)
 			return nil

@@ -1,6 +1,7 @@
 package persist
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -112,10 +113,45 @@ func TestSharedFallbackLocal(t *testing.T) {
 		t.Errorf("after the store came back: %+v, want remaining 94 (the store's state)", a)
 	}
 	st := s.Stats()
-	if st.Downs != 1 || st.LocalDecisions < 7 {
-		t.Errorf("stats %+v, want one down period and the local decisions counted", st)
+	if st.Downs != 1 || st.LocalDecisions < 7 || st.Timeouts == 0 {
+		t.Errorf("stats %+v, want one down period, the local decisions and the ops that waited out the timeout counted", st)
 	}
 	t.Logf("longest wait %v; stats %+v", longest, st)
+}
+
+// TestSharedStoreRefusingWrites: a store that answers but refuses writes
+// (here out of memory under noeviction) is down until it takes them again:
+// the local engine decides all along, once emptied, and enforces the limit,
+// instead of being emptied each time a probe finds the store answering.
+func TestSharedStoreRefusingWrites(t *testing.T) {
+	srv := redistest.Start(t)
+	s := newFaultShared(t, srv, FallbackLocal)
+	admin := srv.Client(t)
+	ctx := context.Background()
+	if err := admin.ConfigSet(ctx, "maxmemory-policy", "noeviction").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.ConfigSet(ctx, "maxmemory", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	admitted := 0
+	for range 20 {
+		a := wait(t, throttleAsync(s, "k", clQuota, 1))
+		if a.err != nil {
+			t.Fatal(a.err)
+		}
+		if !a.res.Limited {
+			admitted++
+		}
+		time.Sleep(3 * probeInterval / 2)
+	}
+	if st := s.Stats(); admitted != 5 || st.Downs != 1 {
+		t.Fatalf("%d of 20 admitted (limit 5), stats %+v: want the limit and one spell down", admitted, st)
+	}
+	if err := admin.ConfigSet(ctx, "maxmemory", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "back once it takes writes", func() bool { return !s.Stats().StoreDown })
 }
 
 // TestSharedFallbackError: with the store stopped, ops get
