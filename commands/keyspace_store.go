@@ -116,7 +116,14 @@ func storeScan(cx *Context, w Writer, args [][]byte) {
 		w.WriteError(msg)
 		return
 	}
-	pattern, typ := string(a.pattern), strings.ToLower(string(a.typeName))
+	pattern, typ := "*", strings.ToLower(string(a.typeName))
+	if a.pattern != nil {
+		pattern = string(a.pattern) // "" matches only the empty key, as in Redis
+	}
+	if a.typeName != nil && typ == "" {
+		writeScanReply(w, 0, nil) // no key's type is empty: the walk is over
+		return
+	}
 	cx.offload(w, func(ctx context.Context, st Store, w Writer) {
 		keys, next, err := st.Scan(ctx, a.cursor, pattern, a.count, typ)
 		if err != nil {

@@ -114,12 +114,13 @@ func (k *StoreKeys) Delete(ctx context.Context, keys []string) (int64, error) {
 }
 
 // Scan is SCAN cursor MATCH pattern COUNT count under the prefix, the
-// prefix taken off the keys returned. pattern "" matches every key; typ,
-// when not empty, keeps the keys whose family's type name it is. In a
+// prefix taken off the keys returned ("*" for every key: "" matches only
+// the empty key, as in Redis); typ, when not empty, keeps the keys whose
+// family's type name it is. In a
 // cluster, the cursor's top 16 bits are the master it walks (in the order
 // of their addresses) and the rest that master's own cursor.
 func (k *StoreKeys) Scan(ctx context.Context, cursor uint64, pattern string, count int64, typ string) ([]string, uint64, error) {
-	match := escapeGlob(k.prefix) + cmp.Or(pattern, "*")
+	match := escapeGlob(k.prefix) + pattern
 	nodes, err := k.masters(ctx)
 	if err != nil {
 		return nil, 0, err

@@ -60,7 +60,7 @@ func TestStoreKeys(t *testing.T) {
 	if err != nil || !slices.Equal(keys, []string{"cl", "fw", "other"}) {
 		t.Errorf("Keys(*) = %q, %v", keys, err)
 	}
-	got, cursor, err := k.Scan(ctx, 0, "", 100, "fw")
+	got, cursor, err := k.Scan(ctx, 0, "*", 100, "fw")
 	if err != nil || cursor != 0 || !slices.Equal(got, []string{"fw"}) {
 		t.Errorf("Scan TYPE fw = %q, %d, %v", got, cursor, err)
 	}

@@ -263,6 +263,14 @@ func TestRunSharedKeyspace(t *testing.T) {
 	if keys, _, err := b.ScanType(ctx, 0, "*", 100, "sw").Result(); err != nil || len(keys) != 1 || keys[0] != "sw" {
 		t.Errorf("SCAN TYPE sw = %q, %v", keys, err)
 	}
+	// As in Redis and in memory: an empty MATCH matches only the empty key,
+	// an empty TYPE no key.
+	for _, args := range [][]any{{"SCAN", 0, "MATCH", ""}, {"SCAN", 0, "TYPE", ""}} {
+		r, err := b.Do(ctx, args...).Slice()
+		if err != nil || len(r) != 2 || len(r[1].([]any)) != 0 {
+			t.Errorf("%v = %v, %v; want no key", args, r, err)
+		}
+	}
 	if n, err := b.Del(ctx, "k").Result(); err != nil || n != 1 {
 		t.Fatalf("DEL on the other instance = %d, %v", n, err)
 	}
