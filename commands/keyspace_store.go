@@ -34,15 +34,14 @@ func storeCount(cx *Context, w Writer, args [][]byte, count func(Store, context.
 }
 
 func storeType(cx *Context, w Writer, args [][]byte) {
-	storeValue(cx, w, args[1], func(w Writer, v engine.Value, ok bool) {
-		switch {
-		case !ok:
-			w.WriteString("none")
-		case v.Family == engine.FamilyNone:
-			w.WriteString("string") // another application's value
-		default:
-			w.WriteString(v.Family.TypeName())
+	k := string(args[1])
+	cx.offload(w, func(ctx context.Context, st Store, w Writer) {
+		typ, err := st.Type(ctx, k)
+		if err != nil {
+			w.WriteError(storeFailed(err))
+			return
 		}
+		w.WriteString(typ)
 	})
 }
 

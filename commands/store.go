@@ -27,6 +27,9 @@ type Store interface {
 	ThrottleAll(rules []engine.Rule, quantity int64, done func(engine.Decision, error))
 
 	Get(ctx context.Context, key string) (engine.Value, bool, error)
+	// Type is TYPE's answer for key: "none", a limit's type, or the
+	// store's own type of another application's key.
+	Type(ctx context.Context, key string) (string, error)
 	PTTL(ctx context.Context, key string) (int64, error)
 	// Record returns key's state as stored, for SW.LOG, which lists an SW
 	// key's requests and looks only at another key's family (FamilyNone

@@ -50,6 +50,14 @@ func (f *fakeStore) Get(_ context.Context, key string) (engine.Value, bool, erro
 	return v, ok, nil
 }
 
+func (f *fakeStore) Type(_ context.Context, key string) (string, error) {
+	v, ok := f.eng.Get(nil, []byte(key))
+	if !ok {
+		return "none", nil
+	}
+	return v.Family.TypeName(), nil
+}
+
 func (f *fakeStore) Record(_ context.Context, key string) (engine.Record, bool, error) {
 	v, ok := f.eng.Get(nil, []byte(key))
 	if !ok || v.Family != engine.FamilySW {

@@ -140,11 +140,11 @@ func (k *StoreKeys) Scan(ctx context.Context, cursor uint64, pattern string, cou
 	for _, key := range keys {
 		name := key[len(k.prefix):]
 		if typ != "" {
-			v, ok, err := k.Get(ctx, name)
+			t, err := k.Type(ctx, name)
 			if err != nil {
 				return nil, 0, err
 			}
-			if !ok || typeName(v) != typ {
+			if t != typ {
 				continue
 			}
 		}
@@ -161,12 +161,21 @@ func (k *StoreKeys) Scan(ctx context.Context, cursor uint64, pattern string, cou
 	return out, 0, nil
 }
 
-// typeName is TYPE's answer for a key the store holds.
-func typeName(v engine.Value) string {
-	if v.Family == engine.FamilyNone {
-		return "string" // another application's value: a string to Redis
+// Type is TYPE's answer for key: "none", a limit's type name, or the
+// store's own type of another application's key ("string", "hash" ...).
+func (k *StoreKeys) Type(ctx context.Context, key string) (string, error) {
+	v, ok, err := k.Get(ctx, key)
+	switch {
+	case err != nil:
+		return "", err
+	case !ok:
+		return "none", nil
+	case v.Family != engine.FamilyNone:
+		return v.Family.TypeName(), nil
 	}
-	return v.Family.TypeName()
+	// Another application's value: a string, or a key of another type
+	// (Get answers WRONGTYPE's keys as that too).
+	return k.client.Type(ctx, k.prefix+key).Result()
 }
 
 // Keys lists every key under the prefix matching pattern.

@@ -263,6 +263,15 @@ func TestRunSharedKeyspace(t *testing.T) {
 	if keys, _, err := b.ScanType(ctx, 0, "*", 100, "sw").Result(); err != nil || len(keys) != 1 || keys[0] != "sw" {
 		t.Errorf("SCAN TYPE sw = %q, %v", keys, err)
 	}
+	// Another application's hash under the prefix is a hash, as Redis says.
+	store.Client(t).HSet(ctx, "t:h", "f", "v")
+	if v, err := b.Type(ctx, "h").Result(); err != nil || v != "hash" {
+		t.Errorf("TYPE of another application's hash = %q, %v", v, err)
+	}
+	if keys, _, err := b.ScanType(ctx, 0, "*", 100, "hash").Result(); err != nil || len(keys) != 1 || keys[0] != "h" {
+		t.Errorf("SCAN TYPE hash = %q, %v", keys, err)
+	}
+	store.Client(t).Del(ctx, "t:h")
 	// As in Redis and in memory: an empty MATCH matches only the empty key,
 	// an empty TYPE no key.
 	for _, args := range [][]any{{"SCAN", 0, "MATCH", ""}, {"SCAN", 0, "TYPE", ""}} {
