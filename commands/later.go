@@ -96,6 +96,10 @@ func (cx *Context) offload(w Writer, fn func(ctx context.Context, st Store, w Wr
 // storeFailed is the reply to a keyspace command the store did not carry
 // out.
 func storeFailed(err error) string {
+	var re ReplyError
+	if errors.As(err, &re) { // a refusal, not a failure
+		return oneLine(re.Reply())
+	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		err = errors.New("no answer within the timeout (--shared-timeout)")
 	}

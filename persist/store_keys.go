@@ -14,7 +14,7 @@ import (
 
 // ErrNoPrefix is StoreKeys.Flush's refusal to flush a store whose keys have
 // no prefix: the store may hold other applications' keys.
-var ErrNoPrefix = errors.New("shared mode flushes only keys under --backing-prefix, and none is set")
+var ErrNoPrefix error = replyError("ERR shared mode flushes only keys under --backing-prefix, and none is set")
 
 // flushBatch is how many keys one round trip of a flush deletes.
 const flushBatch = 500

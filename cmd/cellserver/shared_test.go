@@ -303,7 +303,7 @@ func TestRunSharedKeyspace(t *testing.T) {
 	}
 	store.Client(t).Set(ctx, "other-app", "1", 0)
 	noPrefix := newClient(t, startRun(t, []string{"--addr", "127.0.0.1:0", "--backing-redis", store.URL(), "--backing-mode", "shared"}, nil).addr)
-	if err := noPrefix.FlushDB(ctx).Err(); err == nil || !strings.Contains(err.Error(), "--backing-prefix") {
+	if err := noPrefix.FlushDB(ctx).Err(); err == nil || !strings.HasPrefix(err.Error(), "ERR shared mode flushes only keys under --backing-prefix") {
 		t.Errorf("FLUSHDB without a prefix = %v, want a refusal naming --backing-prefix", err)
 	}
 	if n, _ := store.Client(t).Exists(ctx, "other-app").Result(); n != 1 {
