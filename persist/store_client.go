@@ -17,23 +17,27 @@ const clusterProbeTimeout = time.Second
 // says it is a cluster node (cluster_enabled:1, as behind a managed
 // service's configuration endpoint), which a plain client could not use for
 // keys on other nodes. A server that does not answer within a second is
-// taken as the address says.
-func NewStoreClient(ctx context.Context, rawURL string) (redis.UniversalClient, error) {
+// taken as the address says, a single Redis, for the client's life:
+// unsure reports it.
+func NewStoreClient(ctx context.Context, rawURL string) (client redis.UniversalClient, unsure bool, err error) {
 	opts, err := ParseURL(rawURL)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	client := redis.NewUniversalClient(opts)
+	client = redis.NewUniversalClient(opts)
 	single, ok := client.(*redis.Client)
 	if !ok {
-		return client, nil
+		return client, false, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, clusterProbeTimeout)
 	defer cancel()
 	info, err := single.Info(ctx, "cluster").Result()
-	if err != nil || !strings.Contains(info, "cluster_enabled:1") {
-		return client, nil
+	if err != nil {
+		return client, true, nil
+	}
+	if !strings.Contains(info, "cluster_enabled:1") {
+		return client, false, nil
 	}
 	single.Close()
-	return redis.NewClusterClient(opts.Cluster()), nil
+	return redis.NewClusterClient(opts.Cluster()), false, nil
 }

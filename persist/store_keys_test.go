@@ -146,9 +146,9 @@ func TestNewStoreClientFindsCluster(t *testing.T) {
 	nodes := redistest.StartCluster(t, 3)
 	plain := redistest.Start(t)
 	ctx := context.Background()
-	c, err := NewStoreClient(ctx, "redis://"+nodes[1].Addr)
-	if err != nil {
-		t.Fatal(err)
+	c, unsure, err := NewStoreClient(ctx, "redis://"+nodes[1].Addr)
+	if err != nil || unsure {
+		t.Fatal(unsure, err)
 	}
 	defer c.Close()
 	if _, ok := c.(*redis.ClusterClient); !ok {
@@ -160,12 +160,20 @@ func TestNewStoreClientFindsCluster(t *testing.T) {
 			t.Fatalf("SET through the cluster client: %v", err)
 		}
 	}
-	p, err := NewStoreClient(ctx, plain.URL())
-	if err != nil {
-		t.Fatal(err)
+	p, unsure, err := NewStoreClient(ctx, plain.URL())
+	if err != nil || unsure {
+		t.Fatal(unsure, err)
 	}
 	defer p.Close()
 	if _, ok := p.(*redis.Client); !ok {
 		t.Errorf("a plain Redis gives a %T, want a plain client", p)
 	}
+	// An address that does not answer cannot be asked: the caller is told.
+	plain.Pause()
+	defer plain.Resume()
+	q, unsure, err := NewStoreClient(ctx, plain.URL())
+	if err != nil || !unsure {
+		t.Fatalf("a store that does not answer: unsure %v, %v; want unsure", unsure, err)
+	}
+	q.Close()
 }

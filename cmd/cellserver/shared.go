@@ -33,9 +33,13 @@ type shared struct {
 // store that does not answer at start is an error only with
 // --shared-fallback error or --backing-required.
 func openShared(ctx context.Context, cfg config, eng *engine.Engine, log *slog.Logger) (*shared, error) {
-	client, err := persist.NewStoreClient(ctx, cfg.backingRedis)
+	client, unsure, err := persist.NewStoreClient(ctx, cfg.backingRedis)
 	if err != nil { // parseConfig has checked the address
 		return nil, err
+	}
+	if unsure {
+		log.Warn("the shared store did not answer at start: it is taken for a single Redis until restart; " +
+			"if it is a Redis Cluster, list two or more of its nodes in --backing-redis")
 	}
 	if _, ok := client.(*redis.ClusterClient); ok {
 		log.Info("the shared store is a Redis Cluster")
