@@ -78,6 +78,8 @@ func testLimits() testMatcher {
 	shadow.ShadowMode = true
 	blocked := fw("blocked", 0, minute, time.Minute)
 	blocked.Blocks = true
+	quota := fw("quota", 1, minute, time.Minute)
+	quota.QuotaMode = true
 	return testMatcher{
 		{"test", []Entry{{"api", "x"}}, fw("api_x", 3, minute, time.Minute)},
 		{"test", []Entry{{"user", ""}}, fw("per_user", 2, minute, time.Minute)},
@@ -86,6 +88,7 @@ func testLimits() testMatcher {
 		{"test", []Entry{{"shadow", ""}}, shadow},
 		{"test", []Entry{{"many", ""}}, fw("many", 10, minute, time.Minute)},
 		{"test", []Entry{{"blocked", ""}}, blocked},
+		{"test", []Entry{{"quota", ""}}, quota},
 		{"test", []Entry{{"cl", ""}}, Limit{Name: "cl", RequestsPerUnit: 2, Unit: rlsv3.RateLimitResponse_RateLimit_SECOND, MetricKey: "cl",
 			Rule: engine.Rule{Family: engine.FamilyCL, GCRA: engine.GCRAQuota{MaxBurst: 2, Count: 2, Period: 1}}}},
 	}

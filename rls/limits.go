@@ -31,6 +31,9 @@ type Limit struct {
 	Blocks bool
 	// ShadowMode counts the hit but answers OK even when over the limit.
 	ShadowMode bool
+	// QuotaMode is as ShadowMode (envoyproxy/ratelimit's quota_mode: the
+	// request is not limited by it), its descriptor's status OK too.
+	QuotaMode bool
 	// Replaces names limits that this one, when matched in the same
 	// request, makes the service ignore.
 	Replaces []string
@@ -73,3 +76,8 @@ func (l *limits) load() Matcher {
 }
 
 func (l *limits) store(m Matcher) { l.p.Store(&matcherBox{m}) }
+
+// limitsNothing reports whether the limit never limits the request
+// (ShadowMode, QuotaMode): it is decided apart from the others, whose all
+// or nothing it does not take part in.
+func (l *Limit) limitsNothing() bool { return l.ShadowMode || l.QuotaMode }

@@ -186,7 +186,7 @@ func (s *Service) decide(ctx context.Context, req *rlsv3.RateLimitRequest) (*rls
 	blocked := false // an enforced descriptor that Blocks has a hit
 	for i := range slots {
 		sl := &slots[i]
-		if sl.limit == nil || sl.limit.Unlimited || sl.limit.ShadowMode {
+		if sl.limit == nil || sl.limit.Unlimited || sl.limit.limitsNothing() {
 			continue
 		}
 		if sl.limit.Blocks {
@@ -213,7 +213,7 @@ func (s *Service) decide(ctx context.Context, req *rlsv3.RateLimitRequest) (*rls
 	shadow := make([]engine.Decision, len(slots))
 	for i := range slots {
 		sl := &slots[i]
-		if sl.limit == nil || sl.limit.Unlimited || !sl.limit.ShadowMode {
+		if sl.limit == nil || sl.limit.Unlimited || !sl.limit.limitsNothing() {
 			continue
 		}
 		if sl.limit.Blocks {
@@ -244,19 +244,25 @@ func (s *Service) decide(ctx context.Context, req *rlsv3.RateLimitRequest) (*rls
 		switch {
 		case sl.rule >= 0:
 			d = each[sl.rule]
-		case sl.limit.Blocks && !sl.limit.ShadowMode:
+		case sl.limit.Blocks && !sl.limit.limitsNothing():
 			d = blockedDecision(sl.qty, sl.limit)
 		}
 		st.CurrentLimit = &rlsv3.RateLimitResponse_RateLimit{Name: sl.limit.Name,
 			RequestsPerUnit: sl.limit.RequestsPerUnit, Unit: sl.limit.Unit}
 		st.LimitRemaining = uint32(min(max(d.Remaining, 0), math.MaxUint32))
+		if d.Limited {
+			st.LimitRemaining = 0 // as envoyproxy/ratelimit, whatever the hit would have left
+		}
 		st.DurationUntilReset = durationpb.New(time.Duration(max(d.ResetAfter, 0)))
-		if d.Limited && !sl.limit.ShadowMode {
+		s.metrics.descriptor(req.Domain, sl.limit, sl.qty, d)
+		// The headers come from the descriptor with the least left, or
+		// from the last one over its limit, as envoyproxy/ratelimit's do.
+		if headerFrom == nil || st.LimitRemaining < headerFrom.LimitRemaining {
+			headerFrom = st
+		}
+		if d.Limited && !sl.limit.limitsNothing() {
 			st.Code = rlsv3.RateLimitResponse_OVER_LIMIT
 			resp.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
-		}
-		s.metrics.descriptor(req.Domain, sl.limit, sl.qty, d)
-		if headerFrom == nil || st.LimitRemaining < headerFrom.LimitRemaining {
 			headerFrom = st
 		}
 	}

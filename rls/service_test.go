@@ -67,13 +67,13 @@ func statusSteps() []step {
 		{"shadow over answers OK", req("test", 0, desc("shadow", "s")), []want{{ok, 0, true}}},
 		{"addend 2", req("test", 2, desc("api", "x")), []want{{ok, 1, true}}},
 		// api x cannot take 2 more: nothing is counted, dave keeps 2.
-		{"all or nothing", req("test", 2, desc("api", "x"), desc("user", "dave")), []want{{over, 1, true}, {ok, 2, true}}},
+		{"all or nothing", req("test", 2, desc("api", "x"), desc("user", "dave")), []want{{over, 0, true}, {ok, 2, true}}},
 		{"nothing was counted", req("test", 2, desc("user", "dave")), []want{{ok, 0, true}}},
 		{"addend 0 checks", req("test", 0, withAddend(desc("api", "x"), 0)), []want{{ok, 1, true}}},
 		{"addend 0 did not count", req("test", 0, desc("api", "x")), []want{{ok, 0, true}}},
 		{"descriptor addend wins", req("test", 5, withAddend(desc("user", "erin"), 1)), []want{{ok, 1, true}}},
 		{"mixed addends", req("test", 0, withAddend(desc("user", "gus"), 2), withAddend(desc("many", "m"), 7)), []want{{ok, 0, true}, {ok, 3, true}}},
-		{"mixed addends over", req("test", 0, withAddend(desc("user", "hal"), 1), withAddend(desc("many", "m"), 4)), []want{{ok, 2, true}, {over, 3, true}}},
+		{"mixed addends over", req("test", 0, withAddend(desc("user", "hal"), 1), withAddend(desc("many", "m"), 4)), []want{{ok, 2, true}, {over, 0, true}}},
 		{"mixed addends nothing counted", req("test", 0, withAddend(desc("user", "hal"), 2)), []want{{ok, 0, true}}},
 		{"same key twice sums", req("test", 0, desc("user", "frank"), desc("user", "frank")), []want{{ok, 0, true}, {ok, 0, true}}},
 		{"same key over", req("test", 0, desc("user", "frank")), []want{{over, 0, true}}},
@@ -82,10 +82,14 @@ func statusSteps() []step {
 		{"blocks", req("test", 0, desc("blocked", "b")), []want{{over, 0, true}}},
 		{"blocks beside a limit", req("test", 0, desc("user", "jay"), desc("blocked", "b")), []want{{ok, 2, true}, {over, 0, true}}},
 		{"blocking counted nothing", req("test", 0, desc("user", "jay")), []want{{ok, 1, true}}},
-		{"blocks beside a full limit", req("test", 0, desc("user", "jay"), desc("user", "jay"), desc("blocked", "b")), []want{{over, 1, true}, {over, 1, true}, {over, 0, true}}},
+		{"blocks beside a full limit", req("test", 0, desc("user", "jay"), desc("user", "jay"), desc("blocked", "b")), []want{{over, 0, true}, {over, 0, true}, {over, 0, true}}},
 		{"blocks addend 0 checks", req("test", 0, withAddend(desc("blocked", "b"), 0)), []want{{ok, 0, true}}},
 		{"cl burst", req("test", 3, desc("cl", "c")), []want{{ok, 0, true}}},
 		{"cl over", req("test", 0, desc("cl", "c")), []want{{over, 0, true}}},
+		// quota_mode, as envoyproxy/ratelimit: over the limit, the
+		// descriptor is OK (nothing left) and limits nothing else.
+		{"quota", req("test", 0, desc("quota", "q")), []want{{ok, 0, true}}},
+		{"quota over", req("test", 0, desc("quota", "q"), desc("user", "quinn")), []want{{ok, 0, true}, {ok, 1, true}}},
 	}
 }
 
@@ -130,6 +134,19 @@ func TestResponseHeaders(t *testing.T) {
 	}
 	if got["RateLimit-Limit"] != "2" || got["RateLimit-Remaining"] != "1" || got["X-Reset"] != "60" || len(got) != 3 {
 		t.Errorf("headers %v", got)
+	}
+	// Over its limit, a descriptor gives them (nothing left), though
+	// another one before it would leave nothing either, as in
+	// envoyproxy/ratelimit.
+	ts.call(t, &rlsv3.RateLimitRequest{Domain: "test", Descriptors: []*ratelimitv3.RateLimitDescriptor{withAddend(desc("many", "h2"), 10)}})
+	resp = ts.call(t, &rlsv3.RateLimitRequest{Domain: "test", Descriptors: []*ratelimitv3.RateLimitDescriptor{
+		withAddend(desc("many", "h2"), 0), withAddend(desc("user", "h2"), 3)}})
+	got = map[string]string{}
+	for _, h := range resp.ResponseHeadersToAdd {
+		got[h.Key] = h.Value
+	}
+	if resp.OverallCode != over || got["RateLimit-Limit"] != "2" || got["RateLimit-Remaining"] != "0" {
+		t.Errorf("over the user's limit: %v, headers %v; want the user's (2, 0)", resp.OverallCode, got)
 	}
 	resp = ts.call(t, &rlsv3.RateLimitRequest{Domain: "test", Descriptors: []*ratelimitv3.RateLimitDescriptor{desc("nothing", "h")}})
 	if len(resp.ResponseHeadersToAdd) != 0 {

@@ -44,6 +44,7 @@ func rlsLimit(l *rlsconfig.Limit, key string) *rls.Limit {
 		Unlimited:       l.Unlimited,
 		Blocks:          l.Blocks(),
 		ShadowMode:      l.ShadowMode,
+		QuotaMode:       l.QuotaMode,
 		Replaces:        l.Replaces,
 		MetricKey:       l.FullKey,
 		Rule:            l.Rule([]byte(key)),

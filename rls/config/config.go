@@ -205,6 +205,7 @@ func newLimit(file, fullKey string, ds *yamlDescriptor) (*Limit, error) {
 		RequestsPerUnit: rl.RequestsPerUnit,
 		Unlimited:       rl.Unlimited,
 		ShadowMode:      ds.ShadowMode,
+		QuotaMode:       ds.QuotaMode,
 		DetailedMetric:  ds.DetailedMetric,
 		Burst:           rl.Burst,
 	}

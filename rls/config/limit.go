@@ -22,6 +22,7 @@ type Limit struct {
 	Burst           uint32 // GCRA only: redis-cell's max_burst
 	Unlimited       bool   // admits everything; the engine is not asked
 	ShadowMode      bool   // decided and counted, but always answered OK
+	QuotaMode       bool   // as ShadowMode, its descriptor's status OK too (envoyproxy/ratelimit's quota_mode)
 	Replaces        []string
 	DetailedMetric  bool // Match puts the request's values in FullKey
 }

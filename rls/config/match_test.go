@@ -41,6 +41,9 @@ descriptors:
         value: user-a
         shadow_mode: true
         rate_limit: {unit: year, requests_per_unit: 10}
+  - key: quota
+    quota_mode: true
+    rate_limit: {unit: minute, requests_per_unit: 3}
   - key: ldap
     rate_limit: {unlimited: true}
   - key: detail
@@ -109,6 +112,12 @@ func TestMatch(t *testing.T) {
 			func(t *testing.T, l *Limit) {
 				if !l.ShadowMode || l.Window() != 365*24*time.Hour {
 					t.Errorf("shadow %v window %v", l.ShadowMode, l.Window())
+				}
+			}},
+		{"quota mode", "d", e("quota", "q"), 3, UnitMinute, "d.quota", "rls:fw:{d}|quota=q",
+			func(t *testing.T, l *Limit) {
+				if !l.QuotaMode || l.ShadowMode {
+					t.Errorf("quota %v shadow %v", l.QuotaMode, l.ShadowMode)
 				}
 			}},
 		{"nested value not configured", "d", e("service", "auth", "user", "user-b"), 0, 0, "", "", nil},

@@ -26,6 +26,7 @@ var validKeys = map[string]bool{
 	"requests_per_unit": true,
 	"unlimited":         true,
 	"shadow_mode":       true,
+	"quota_mode":        true,
 	"name":              true,
 	"replaces":          true,
 	"detailed_metric":   true,
@@ -55,6 +56,7 @@ type yamlDescriptor struct {
 	RateLimit      *yamlRateLimit
 	Descriptors    []yamlDescriptor
 	ShadowMode     bool
+	QuotaMode      bool
 	DetailedMetric bool
 	ValueToMetric  bool
 	ShareThreshold bool
@@ -254,6 +256,8 @@ func (d *decoder) descriptors(n *yaml.Node) []yamlDescriptor {
 				ds.Descriptors = d.descriptors(v)
 			case "shadow_mode":
 				ds.ShadowMode = d.bool(v)
+			case "quota_mode":
+				ds.QuotaMode = d.bool(v)
 			case "detailed_metric":
 				ds.DetailedMetric = d.bool(v)
 			case "value_to_metric":
