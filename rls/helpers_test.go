@@ -89,6 +89,8 @@ func testLimits() testMatcher {
 		{"test", []Entry{{"many", ""}}, fw("many", 10, minute, time.Minute)},
 		{"test", []Entry{{"blocked", ""}}, blocked},
 		{"test", []Entry{{"quota", ""}}, quota},
+		{"test", []Entry{{"slow", ""}}, Limit{Name: "slow", RequestsPerUnit: 1, Unit: rlsv3.RateLimitResponse_RateLimit_HOUR, MetricKey: "slow",
+			Rule: engine.Rule{Family: engine.FamilyCL, GCRA: engine.GCRAQuota{MaxBurst: 0, Count: 1, Period: 3600}}}},
 		{"test", []Entry{{"cl", ""}}, Limit{Name: "cl", RequestsPerUnit: 2, Unit: rlsv3.RateLimitResponse_RateLimit_SECOND, MetricKey: "cl",
 			Rule: engine.Rule{Family: engine.FamilyCL, GCRA: engine.GCRAQuota{MaxBurst: 2, Count: 2, Period: 1}}}},
 	}

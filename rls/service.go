@@ -204,6 +204,9 @@ func (s *Service) decide(ctx context.Context, req *rlsv3.RateLimitRequest) (*rls
 		rules = append(rules, sl.limit.Rule)
 		qtys = append(qtys, sl.qty)
 	}
+	for j := range qtys {
+		qtys[j] = boundedQuantity(rules[j], qtys[j])
+	}
 	each := make([]engine.Decision, len(rules))
 	if len(rules) > 0 {
 		if err := s.decideRules(ctx, rules, qtys, each, blocked); err != nil {
@@ -220,7 +223,7 @@ func (s *Service) decide(ctx context.Context, req *rlsv3.RateLimitRequest) (*rls
 			shadow[i] = blockedDecision(sl.qty, sl.limit)
 			continue
 		}
-		if _, err := s.opts.Decider.DecideAll(ctx, []engine.Rule{sl.limit.Rule}, []int64{sl.qty}, shadow[i:i+1]); err != nil {
+		if _, err := s.opts.Decider.DecideAll(ctx, []engine.Rule{sl.limit.Rule}, []int64{boundedQuantity(sl.limit.Rule, sl.qty)}, shadow[i:i+1]); err != nil {
 			return nil, err
 		}
 	}
@@ -292,6 +295,18 @@ func (s *Service) decideRules(ctx context.Context, rules []engine.Rule, qtys []i
 		each[i].Limited = qtys[i] > 0 && each[i].Remaining < qtys[i]
 	}
 	return nil
+}
+
+// boundedQuantity is q, or for a GCRA rule one more than its bucket holds
+// when q is larger: such a hit is refused whatever its size, with the same
+// answer, and the engine's product of the emission interval by a larger
+// quantity could wrap around (as redis-cell's does, which CL.THROTTLE
+// keeps) and admit it.
+func boundedQuantity(r engine.Rule, q int64) int64 {
+	if r.Family == engine.FamilyCL && q > r.GCRA.MaxBurst+1 {
+		return r.GCRA.MaxBurst + 2
+	}
+	return q
 }
 
 // blockedDecision is the decision for a limit that Blocks: over for any

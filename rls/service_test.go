@@ -90,6 +90,9 @@ func statusSteps() []step {
 		// descriptor is OK (nothing left) and limits nothing else.
 		{"quota", req("test", 0, desc("quota", "q")), []want{{ok, 0, true}}},
 		{"quota over", req("test", 0, desc("quota", "q"), desc("user", "quinn")), []want{{ok, 0, true}, {ok, 1, true}}},
+		// A hit far larger than a GCRA bucket is refused: 5,124,096 hours
+		// of emission interval would wrap around an int64 of nanoseconds.
+		{"gcra huge addend", req("test", 0, withAddend(desc("slow", "s"), 5124096)), []want{{over, 0, true}}},
 	}
 }
 
