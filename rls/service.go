@@ -31,8 +31,15 @@ const (
 	MaxDescriptors = 64
 	// MaxEntries is the most entries one descriptor may carry.
 	MaxEntries = 32
-	// MaxEntryLen bounds an entry's key and its value, in bytes.
+	// MaxEntryLen bounds an entry's key, in bytes (Envoy's configuration
+	// names it).
 	MaxEntryLen = 1024
+	// MaxValueLen bounds an entry's value, in bytes: above Envoy's own
+	// bound on a request's headers (60 KiB by default), so that no value
+	// Envoy sends is refused, which would leave the request's every limit
+	// uncounted. A value longer than config.LongValue is counted under its
+	// digest.
+	MaxValueLen = 64 << 10
 	// MaxDomainLen bounds the domain, in bytes.
 	MaxDomainLen = 256
 	// MaxHitsAddend bounds a hits_addend.
@@ -393,8 +400,10 @@ func validate(req *rlsv3.RateLimitRequest) error {
 			switch {
 			case e == nil || e.Key == "":
 				return invalidf("descriptor %d entry %d has an empty key", i, j)
-			case len(e.Key) > MaxEntryLen || len(e.Value) > MaxEntryLen:
-				return invalidf("descriptor %d entry %d is longer than %d bytes", i, j, MaxEntryLen)
+			case len(e.Key) > MaxEntryLen:
+				return invalidf("descriptor %d entry %d's key is longer than %d bytes", i, j, MaxEntryLen)
+			case len(e.Value) > MaxValueLen:
+				return invalidf("descriptor %d entry %d's value is longer than %d bytes", i, j, MaxValueLen)
 			case !cleanString(e.Key) || !cleanString(e.Value):
 				return invalidf("descriptor %d entry %d must be valid UTF-8 without NUL bytes", i, j)
 			}

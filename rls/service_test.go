@@ -157,6 +157,24 @@ func TestResponseHeaders(t *testing.T) {
 	}
 }
 
+// TestLongValueCounted: a long value (a long path or header) is counted
+// like any other, not refused, which would leave the request's every limit
+// uncounted; two such values count apart. (The configuration keeps its key
+// bounded: rls/config's TestLongValueKey.)
+func TestLongValueCounted(t *testing.T) {
+	ts := startService(t, Options{})
+	long := strings.Repeat("p", 4000)
+	for i, want := range []rlsv3.RateLimitResponse_Code{ok, ok, over} {
+		resp := ts.call(t, &rlsv3.RateLimitRequest{Domain: "test", Descriptors: []*ratelimitv3.RateLimitDescriptor{desc("user", long)}})
+		if resp.OverallCode != want {
+			t.Fatalf("call %d with a %d-byte value: %v, want %v", i+1, len(long), resp, want)
+		}
+	}
+	if resp := ts.call(t, &rlsv3.RateLimitRequest{Domain: "test", Descriptors: []*ratelimitv3.RateLimitDescriptor{desc("user", long+"x")}}); resp.OverallCode != ok {
+		t.Fatalf("another long value: %v, want OK (counted apart)", resp)
+	}
+}
+
 // TestConcurrentCallers: 50 callers at once on one descriptor of limit 10
 // are admitted exactly 10 times.
 func TestConcurrentCallers(t *testing.T) {
@@ -218,7 +236,8 @@ func TestBadInput(t *testing.T) {
 		{"too many entries", &rlsv3.RateLimitRequest{Domain: "test", Descriptors: []*ratelimitv3.RateLimitDescriptor{wide}}, "at most 32"},
 		{"NUL in a value", &rlsv3.RateLimitRequest{Domain: "test", Descriptors: []*ratelimitv3.RateLimitDescriptor{desc("user", "a\x00b")}}, "without NUL"},
 		{"NUL in the domain", &rlsv3.RateLimitRequest{Domain: "te\x00st", Descriptors: []*ratelimitv3.RateLimitDescriptor{desc("user", "a")}}, "without NUL"},
-		{"long value", &rlsv3.RateLimitRequest{Domain: "test", Descriptors: []*ratelimitv3.RateLimitDescriptor{desc("user", strings.Repeat("v", MaxEntryLen+1))}}, "longer than"},
+		{"long value", &rlsv3.RateLimitRequest{Domain: "test", Descriptors: []*ratelimitv3.RateLimitDescriptor{desc("user", strings.Repeat("v", MaxValueLen+1))}}, "longer than"},
+		{"long key", &rlsv3.RateLimitRequest{Domain: "test", Descriptors: []*ratelimitv3.RateLimitDescriptor{desc(strings.Repeat("k", MaxEntryLen+1), "v")}}, "longer than"},
 		{"huge addend", &rlsv3.RateLimitRequest{Domain: "test", Descriptors: []*ratelimitv3.RateLimitDescriptor{withAddend(desc("user", "a"), math.MaxUint64)}}, "hits_addend"},
 	}
 	for _, c := range cases {

@@ -35,7 +35,11 @@
 // ("files/*"), so every value it matches shares one count. In the domain,
 // keys and values '%', '|', '=', '*', '{' and '}' are escaped as %25, %7C,
 // %3D, %2A, %7B and %7D; only a shared pattern's final '*' is left bare.
-// So different (family, domain, entries, values) never give one key, and a
+// A value longer than LongValue bytes (a long path or header) is "%H" and
+// its SHA-256 in hex instead, which no escaped value can be, so that keys
+// (and metric labels) stay bounded while such values are counted too.
+// So different (family, domain, entries, values) never give one key (but
+// for two long values of one digest), and a
 // key reads back with the Redis-protocol commands (FW.THROTTLE, TTL, TYPE),
 // while the "rls:" prefix keeps the keys apart from those the commands
 // write.

@@ -1,6 +1,26 @@
 package config
 
-import "strings"
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+)
+
+// LongValue is the longest request value a key or a metric label holds as
+// it is: a longer one (a long path or header) is held as "%H" and its
+// SHA-256 in hex, so that it is counted like any other while keys and
+// labels stay bounded. An escaped value has no "%H" (escapes are "%" and
+// two hex digits), so the two kinds never meet.
+const LongValue = 256
+
+// shortValue is v, or its digest when it is longer than LongValue.
+func shortValue(v string) string {
+	if len(v) <= LongValue {
+		return v
+	}
+	sum := sha256.Sum256([]byte(v))
+	return "%H" + hex.EncodeToString(sum[:])
+}
 
 // stateKey is a limit's key in the engine (see the package doc):
 // "rls:" family (the engine family's Name) ":{" domain "}", then "|" key "=" value for each entry,
@@ -23,6 +43,8 @@ func stateKey(a Algorithm, domain string, entries []Entry, patterns []string) st
 		if patterns != nil && patterns[i] != "" {
 			escape(&b, strings.TrimSuffix(patterns[i], "*"))
 			b.WriteByte('*')
+		} else if len(e.Value) > LongValue {
+			b.WriteString(shortValue(e.Value))
 		} else {
 			escape(&b, e.Value)
 		}

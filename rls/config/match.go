@@ -32,7 +32,7 @@ func (c *Config) Match(domain string, entries []Entry) (limit *Limit, key string
 	for i, e := range entries {
 		finalKey := e.Key + "_" + e.Value
 		detailed.WriteString(".")
-		detailed.WriteString(finalKey)
+		detailed.WriteString(keyValue(e))
 		next := level.children[finalKey]
 		wildcard := ""
 		if next == nil {
@@ -113,12 +113,13 @@ func metricPart(e Entry, next *node, wildcard string, byValue bool, patterns []s
 	return e.Key
 }
 
-// keyValue is "key_value", or "key" for an empty value.
+// keyValue is "key_value", or "key" for an empty value, for a metric's
+// label (a long value as its digest, shortValue).
 func keyValue(e Entry) string {
 	if e.Value == "" {
 		return e.Key
 	}
-	return e.Key + "_" + e.Value
+	return e.Key + "_" + shortValue(e.Value)
 }
 
 // Override returns the limit a request's descriptor sets for itself (the

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -236,5 +237,25 @@ func TestOverride(t *testing.T) {
 	}
 	if l, _ := c.Override("d", e("k", "v"), UnitUnknown, 3); l != nil {
 		t.Fatal("override with an unknown unit")
+	}
+}
+
+// TestLongValueKey: a value longer than LongValue is held in the state key
+// and the metric key as its digest: keys stay bounded, equal values share
+// theirs, and different ones do not.
+func TestLongValueKey(t *testing.T) {
+	c, err := Parse("m.yaml", []byte(matchYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("p", 4000)
+	l1, k1 := c.Match("d", e("detail", long))
+	l2, k2 := c.Match("d", e("detail", long))
+	_, k3 := c.Match("d", e("detail", long+"x"))
+	if l1 == nil || k1 != k2 || k1 == k3 || len(k1) > 120 || len(l1.FullKey) > 120 || l1.FullKey != l2.FullKey {
+		t.Fatalf("keys %q, %q, %q; metric key %q", k1, k2, k3, l1.FullKey)
+	}
+	if _, short := c.Match("d", e("detail", strings.Repeat("p", LongValue))); !strings.Contains(short, strings.Repeat("p", LongValue)) {
+		t.Fatalf("a value of LongValue bytes is held as it is: %q", short)
 	}
 }
