@@ -250,6 +250,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, ready chan<- net.A
 		// Serve returns before a shutdown only when accepting failed.
 		log.Error("server stopped", "err", err)
 		srv.Close()
+		stopOthers(rs, ms)
 		if bk != nil {
 			bk.close(cfg.shutdownFlushTimeout)
 		}
@@ -269,11 +270,25 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, ready chan<- net.A
 		log.Error("server stopped", "err", err)
 		code = exitError
 	}
-	// The requests have stopped: what they changed goes to the backing
-	// Redis before the process ends.
+	// The requests have stopped, those of the rate limit service and of
+	// /json too: what they changed goes to the backing Redis before the
+	// process ends.
+	stopOthers(rs, ms)
 	if bk != nil && bk.close(cfg.shutdownFlushTimeout) != nil {
 		code = exitError
 	}
 	log.Info("stopped")
 	return code
+}
+
+// stopOthers stops the ways in besides the Redis protocol's, the rate limit
+// service and the metrics server (its /json), letting their requests under
+// way finish within shutdownTimeout: before the last flush to the backing
+// Redis, so that what they changed is in it. Stopping them again, as the
+// deferred calls do, does nothing.
+func stopOthers(rs *rlsServer, ms *metricsServer) {
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	rs.stop(ctx)
+	ms.stop()
 }

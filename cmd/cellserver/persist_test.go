@@ -11,8 +11,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/cellserver/cellserver/commands"
 	"github.com/cellserver/cellserver/internal/testenv"
@@ -428,4 +434,81 @@ func TestRunBackingDownAtShutdown(t *testing.T) {
 			t.Errorf("log:\n%s", logs)
 		}
 	})
+}
+
+// TestRunBackingRLSShutdown: the rate limit service's requests under way at
+// a graceful shutdown finish before the last flush to the backing Redis:
+// after a restart on the store, the limit has counted every hit that was
+// answered OK, no fewer.
+func TestRunBackingRLSShutdown(t *testing.T) {
+	t.Parallel()
+	backing := redistest.Start(t)
+	path := t.TempDir() + "/d.yaml"
+	const perHour = 100_000_000
+	cfgYAML := fmt.Sprintf("domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: hour\n      requests_per_unit: %d\n", perHour)
+	if err := os.WriteFile(path, []byte(cfgYAML), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rlsAddr := freeAddr(t)
+	args := []string{"--addr", "127.0.0.1:0", "--backing-redis", backing.URL(), "--rls-addr", rlsAddr, "--rls-config", path}
+	r := startRun(t, args, nil)
+	conn, err := grpc.NewClient(rlsAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	client := rlsv3.NewRateLimitServiceClient(conn)
+	call := func() (*rlsv3.RateLimitResponse, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return client.ShouldRateLimit(ctx, &rlsv3.RateLimitRequest{Domain: "d",
+			Descriptors: []*ratelimitv3.RateLimitDescriptor{{Entries: []*ratelimitv3.RateLimitDescriptor_Entry{{Key: "k", Value: "v"}}}}})
+	}
+	var answered atomic.Int64
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if resp, err := call(); err == nil && resp.OverallCode == rlsv3.RateLimitResponse_OK {
+					answered.Add(1)
+				}
+			}
+		}()
+	}
+	time.Sleep(300 * time.Millisecond)
+	if code := r.stop(t); code != exitOK {
+		t.Fatalf("exit %d; stderr:\n%s", code, r.stderr.String())
+	}
+	close(stop)
+	wg.Wait()
+	ok := answered.Load()
+	if ok == 0 {
+		t.Fatal("no request answered before the shutdown")
+	}
+	startRun(t, args, nil)
+	var resp *rlsv3.RateLimitResponse
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		// A connection of its own: the first one is backing off after the
+		// shutdown.
+		resp, err = rlsCall(t, rlsAddr, insecure.NewCredentials())
+		if err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil || len(resp.Statuses) != 1 {
+		t.Fatalf("after the restart: %v, %v", resp, err)
+	}
+	if counted := perHour - 1 - int64(resp.Statuses[0].LimitRemaining); counted != ok {
+		t.Fatalf("the store counted %d hits, %d were answered OK before the shutdown", counted, ok)
+	}
 }
