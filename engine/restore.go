@@ -33,6 +33,12 @@ func (e *Engine) Restore(rec Record) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ent := s.lookup(key, nowMs)
+	if _, pending := s.changed[rec.Key]; ent == nil && pending {
+		// Gone from memory since the last flush (deleted, expired or
+		// evicted while the load waited for the store): memory's state is
+		// the newer, and the flush deletes the copy.
+		return false
+	}
 	switch {
 	case ent == nil:
 		if !s.makeRoom(keyCost(rec.Family, len(rec.Key)), rec.ExpireAtMs, nowMs) {

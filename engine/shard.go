@@ -176,6 +176,12 @@ func (s *shard) refile(slot uint32) {
 func (s *shard) removeKey(key []byte, nowMs int64) bool {
 	slot, cell, ok := s.find(key)
 	if !ok {
+		// Not in memory, but perhaps in a backing store not loaded yet
+		// (its load is being retried): the deletion reaches it all the
+		// same, and keeps the load from bringing the key back.
+		if s.changed != nil {
+			s.markChanged(string(key))
+		}
 		return false
 	}
 	ent := &s.entries[slot]

@@ -547,3 +547,42 @@ func TestWriterCloseBoundedByStubbornStore(t *testing.T) {
 		t.Errorf("pending after the failed Save = %d, want 1", n)
 	}
 }
+
+// TestWriterDeleteWhileLoadPending: keys deleted while the load waits for
+// the store, one in memory and one only in the store, are not brought back
+// by the load, and are deleted in the store by the flush after it.
+func TestWriterDeleteWhileLoadPending(t *testing.T) {
+	src := newEngine(t)
+	hit(t, src, "a", 3)
+	hit(t, src, "b", 3)
+	hit(t, src, "c", 3)
+	e := newEngine(t)
+	f := &fakeBacking{loadErr: []error{errDown}, stored: src.Changes(nil, 10)}
+	w := New(e, f, Options{FlushInterval: time.Hour})
+	ctx := context.Background()
+	if err := w.Load(ctx); err == nil || !w.needLoad {
+		t.Fatalf("Load = %v, needLoad %v: want a failed load to retry", err, w.needLoad)
+	}
+	hit(t, e, "a", 1)
+	if !e.Delete(nil, []byte("a")) || e.Delete(nil, []byte("b")) {
+		t.Fatal("DEL a (in memory) and b (only in the store) answered wrong")
+	}
+	w.round(ctx)
+	for _, k := range []string{"a", "b"} {
+		if _, ok := e.Get(nil, []byte(k)); ok {
+			t.Errorf("%s deleted while the load waited is back in memory", k)
+		}
+	}
+	if _, ok := e.Get(nil, []byte("c")); !ok {
+		t.Error("c, never deleted, was not loaded")
+	}
+	deleted := map[string]bool{}
+	for _, r := range f.written() {
+		if r.Deleted {
+			deleted[r.Key] = true
+		}
+	}
+	if !deleted["a"] || !deleted["b"] || deleted["c"] {
+		t.Errorf("deleted in the store: %v, want a and b", deleted)
+	}
+}
