@@ -465,30 +465,18 @@ func TestRunBackingRLSShutdown(t *testing.T) {
 			Descriptors: []*ratelimitv3.RateLimitDescriptor{{Entries: []*ratelimitv3.RateLimitDescriptor_Entry{{Key: "k", Value: "v"}}}}})
 	}
 	var answered atomic.Int64
-	var wg sync.WaitGroup
 	stop := make(chan struct{})
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if resp, err := call(); err == nil && resp.OverallCode == rlsv3.RateLimitResponse_OK {
-					answered.Add(1)
-				}
-			}
-		}()
-	}
+	wait := repeatUntil(4, stop, func(int) {
+		if resp, err := call(); err == nil && resp.OverallCode == rlsv3.RateLimitResponse_OK {
+			answered.Add(1)
+		}
+	})
 	time.Sleep(300 * time.Millisecond)
 	if code := r.stop(t); code != exitOK {
 		t.Fatalf("exit %d; stderr:\n%s", code, r.stderr.String())
 	}
 	close(stop)
-	wg.Wait()
+	wait()
 	ok := answered.Load()
 	if ok == 0 {
 		t.Fatal("no request answered before the shutdown")

@@ -25,16 +25,41 @@ type loadResult struct {
 
 // loadUntil calls an SW key of a large limit from 4 connections to each
 // address until stop is closed; wait returns what they saw.
-func loadUntil(t *testing.T, addrs []string, stop <-chan struct{}) (wait func() loadResult) {
+func loadUntil(t *testing.T, addrs []string, stop <-chan struct{}) func() loadResult {
 	t.Helper()
 	var (
-		wg  sync.WaitGroup
-		mu  sync.Mutex // guards res
-		res loadResult
+		mu   sync.Mutex // guards res
+		res  loadResult
+		wait func()
 	)
-	for i := range 4 * len(addrs) {
-		rdb := redis.NewClient(&redis.Options{Addr: addrs[i%len(addrs)], PoolSize: 1, MaxRetries: -1, ReadTimeout: 10 * time.Second})
-		t.Cleanup(func() { rdb.Close() })
+	clients := make([]*redis.Client, 4*len(addrs))
+	for i := range clients {
+		clients[i] = redis.NewClient(&redis.Options{Addr: addrs[i%len(addrs)], PoolSize: 1, MaxRetries: -1, ReadTimeout: 10 * time.Second})
+		t.Cleanup(func() { clients[i].Close() })
+	}
+	wait = repeatUntil(len(clients), stop, func(i int) {
+		began := time.Now()
+		err := clients[i].Do(context.Background(), "SW.THROTTLE", "load", 1_000_000, "1h").Err()
+		took := time.Since(began)
+		mu.Lock()
+		res.longest = max(res.longest, took)
+		if err != nil {
+			res.errs = append(res.errs, err)
+		}
+		mu.Unlock()
+		time.Sleep(time.Millisecond)
+	})
+	return func() loadResult {
+		wait()
+		return res
+	}
+}
+
+// repeatUntil calls fn(i) over and over on n goroutines (i from 0 to n-1)
+// until stop is closed; wait waits for them.
+func repeatUntil(n int, stop <-chan struct{}, fn func(i int)) (wait func()) {
+	var wg sync.WaitGroup
+	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -44,23 +69,11 @@ func loadUntil(t *testing.T, addrs []string, stop <-chan struct{}) (wait func() 
 					return
 				default:
 				}
-				began := time.Now()
-				err := rdb.Do(context.Background(), "SW.THROTTLE", "load", 1_000_000, "1h").Err()
-				took := time.Since(began)
-				mu.Lock()
-				res.longest = max(res.longest, took)
-				if err != nil {
-					res.errs = append(res.errs, err)
-				}
-				mu.Unlock()
-				time.Sleep(time.Millisecond)
+				fn(i)
 			}
 		}()
 	}
-	return func() loadResult {
-		wg.Wait()
-		return res
-	}
+	return wg.Wait
 }
 
 // admitUntilRefused calls FW.THROTTLE fw 10 1h through clients in turn
