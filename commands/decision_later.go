@@ -1,7 +1,6 @@
 package commands
 
 import (
-	"slices"
 	"sync"
 
 	"github.com/cellserver/cellserver/engine"
@@ -98,14 +97,11 @@ func (cl *Client) pausedDecision(l *decisionLater) {
 // connection's paused decisions, of which it is the first: replies are
 // written in order.
 func (cl *Client) written(l *decisionLater) {
-	pending := cl.laters[cl.lhead:]
-	switch i := slices.Index(pending, l); {
-	case i == 0:
-		pending[0] = nil
-		cl.lhead++
-	case i > 0:
-		cl.laters = slices.Delete(cl.laters, cl.lhead+i, cl.lhead+i+1)
+	if cl.lhead == len(cl.laters) || cl.laters[cl.lhead] != l {
+		return
 	}
+	cl.laters[cl.lhead] = nil
+	cl.lhead++
 	if cl.lhead == len(cl.laters) {
 		cl.laters, cl.lhead = cl.laters[:0], 0
 	}

@@ -30,10 +30,6 @@ type replyWriter struct {
 	start int    // where the current command's reply starts in out
 	proto int    // the client's RESP version
 	held  []*pausedReply
-	// barriers are how many of held were paused by a command that may not
-	// overlap (commands.FlagOverlap): while one is held, no later command
-	// runs, whatever its own flags.
-	barriers int
 	// free are paused replies written, for the next pauses to reuse: a
 	// paused command then costs no allocation of its own.
 	free []*pausedReply
@@ -61,7 +57,8 @@ type pausedReply struct {
 	// that a completion of one already written is caught while it waits
 	// for reuse.
 	held bool
-	// barrier: its command may not overlap (see replyWriter.barriers).
+	// barrier: its command may not overlap (commands.FlagOverlap): while
+	// it is held, no later command runs, whatever its own flags.
 	barrier bool
 }
 
@@ -103,8 +100,10 @@ func (w *replyWriter) heldFull() bool {
 func (w *replyWriter) pending() bool { return len(w.held) > 0 }
 
 // mayOverlap reports whether a command that may overlap can run now: no
-// paused reply is held, or only ones of commands that may overlap too.
-func (w *replyWriter) mayOverlap() bool { return w.barriers == 0 }
+// paused reply is held, or only ones of commands that may overlap too. A
+// command that may not overlap runs only when nothing is held, so that if
+// one is held it is the first.
+func (w *replyWriter) mayOverlap() bool { return len(w.held) == 0 || !w.held[0].barrier }
 
 // sent records that the socket took n more bytes of ready, and empties the
 // buffer once all of it is sent.
@@ -143,9 +142,7 @@ func (w *replyWriter) Pause() commands.Paused {
 	}
 	// The command hands p to whatever completes it only after this.
 	*p = pausedReply{sess: w.sess, at: len(w.out), proto: w.proto, name: w.pausedName(), held: true}
-	if p.barrier = !w.sess.currentOverlaps(); p.barrier {
-		w.barriers++
-	}
+	p.barrier = !w.sess.currentOverlaps()
 	w.held = append(w.held, p)
 	if !w.paused {
 		w.paused = true
@@ -184,9 +181,6 @@ func (w *replyWriter) applyCompleted() {
 		w.sess.mu.Unlock()
 		if done.reply == nil {
 			return
-		}
-		if done.barrier {
-			w.barriers--
 		}
 		// Shift the rest down rather than reslicing from the front, so
 		// that the array is kept for the next pauses instead of regrown.

@@ -232,13 +232,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, ready chan<- net.A
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	rs.start(cfg, log)
-	// The rate limit service stops before the engine and the store close.
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-		defer cancel()
-		rs.stop(sctx)
-	}()
+	rs.start(cfg, log) // stopped by stopOthers, on both ways out below
 	serving.Store(true)
 	log.Info("cellserver started", "addr", ln.Addr().String(), "shards", eng.Shards(), "version", version)
 	if ready != nil {
@@ -284,8 +278,8 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, ready chan<- net.A
 // stopOthers stops the ways in besides the Redis protocol's, the rate limit
 // service and the metrics server (its /json), letting their requests under
 // way finish within shutdownTimeout: before the last flush to the backing
-// Redis, so that what they changed is in it. Stopping them again, as the
-// deferred calls do, does nothing.
+// Redis, so that what they changed is in it. Stopping the metrics server
+// again, as its deferred call does, does nothing.
 func stopOthers(rs *rlsServer, ms *metricsServer) {
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
