@@ -4,6 +4,7 @@ package persist
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -148,4 +149,103 @@ func storeCPU(t *testing.T, pid int) time.Duration {
 		t.Fatal(err)
 	}
 	return d
+}
+
+// TestStoreScriptParts measures, as TestStoreCostPerKey does, what each
+// part of a compare-and-set of one key costs the store inside a script
+// call of 370 keys: scripts that stop after each part (the keys passed,
+// their values decoded from one JSON argument, the MGET, the comparison,
+// the SET ... PXAT ... GET), and, for scale, the store's own GET and
+// SET ... PXAT of the same keys in a pipeline. It logs and asserts
+// nothing about time:
+//
+//	go test -tags measure -count=1 -v -run TestStoreScriptParts ./persist/
+func TestStoreScriptParts(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	ctx := context.Background()
+	pid := srv.PID()
+	const nkeys, perCall, calls, blocks = 100_000, 370, 500, 6
+	keys := make([]string, nkeys)
+	vals := make([]uint64, nkeys)
+	exp := strconv.FormatInt(time.Now().Add(time.Hour).UnixMilli(), 10)
+	pipe := c.Pipeline()
+	for i := range keys {
+		keys[i] = fmt.Sprintf("bench:shared:shcl:%d", i)
+		vals[i] = uint64(time.Now().UnixNano())
+		pipe.Do(ctx, "SET", keys[i], strconv.FormatUint(vals[i], 10), "PXAT", exp)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const decode = `local a = cjson.decode(ARGV[1]) `
+	const mget = decode + `local v = redis.call('MGET', unpack(KEYS)) `
+	parts := []struct{ name, src string }{
+		{"keys", `return 0`},
+		{"+values", decode + `return 0`},
+		{"+mget", mget + `return 0`},
+		{"+compare", mget + `local n = 0 for i = 1, #KEYS do if v[i] == a[3*i-2] then n = n + 1 end end return 0`},
+		{"+set", mget + `for i = 1, #KEYS do if v[i] == a[3*i-2] then redis.call('SET', KEYS[i], a[3*i-1], 'PXAT', a[3*i], 'GET') end end return 0`},
+		{"native GET", ""},
+		{"native SET", ""},
+	}
+	shas := make([]string, len(parts))
+	for i, p := range parts {
+		if p.src != "" {
+			var err error
+			if shas[i], err = c.ScriptLoad(ctx, p.src).Result(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	perKey := make([][]float64, len(parts))
+	ks := make([]string, perCall)
+	args := make([]string, 3*perCall)
+	for range blocks {
+		for i, p := range parts {
+			cpu0 := storeCPU(t, pid)
+			for range calls {
+				picked := rng.Perm(nkeys)[:perCall]
+				for j, k := range picked {
+					ks[j] = keys[k]
+					args[3*j] = strconv.FormatUint(vals[k], 10)
+					args[3*j+1] = strconv.FormatUint(vals[k]+1000, 10)
+					args[3*j+2] = exp
+				}
+				var err error
+				switch p.name {
+				case "native GET", "native SET":
+					pipe := c.Pipeline()
+					for j := range ks {
+						if p.name == "native GET" {
+							pipe.Get(ctx, ks[j])
+						} else {
+							pipe.Do(ctx, "SET", ks[j], args[3*j+1], "PXAT", exp)
+						}
+					}
+					_, err = pipe.Exec(ctx)
+				default:
+					var js []byte
+					if js, err = json.Marshal(args); err == nil {
+						err = c.EvalSha(ctx, shas[i], ks, string(js)).Err()
+					}
+				}
+				if err != nil {
+					t.Fatal(p.name, err)
+				}
+				if p.name == "+set" || p.name == "native SET" {
+					for _, k := range picked {
+						vals[k] += 1000
+					}
+				}
+			}
+			perKey[i] = append(perKey[i], (storeCPU(t, pid)-cpu0).Seconds()*1e6/(perCall*calls))
+		}
+	}
+	for i, p := range parts {
+		s := slices.Clone(perKey[i])
+		slices.Sort(s)
+		t.Logf("%-10s median %.2f µs of store CPU a key (blocks: %.2f)", p.name, s[len(s)/2], perKey[i])
+	}
 }
