@@ -294,11 +294,16 @@ func redactSecrets(args [][]byte) [][]byte {
 			hide(i)
 		}
 	case equalFold(args[0], "hello"):
+		// Walk the options as HELLO reads them, so that SETNAME's value
+		// is never taken for an AUTH option ("SETNAME auth AUTH u p").
 		for i := 1; i < len(args); i++ {
-			if equalFold(args[i], "auth") && i+2 < len(args) {
+			switch {
+			case equalFold(args[i], "auth") && i+2 < len(args):
 				hide(i + 1)
 				hide(i + 2)
 				i += 2
+			case equalFold(args[i], "setname") && i+1 < len(args):
+				i++
 			}
 		}
 	}

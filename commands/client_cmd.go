@@ -71,11 +71,11 @@ func clientSetInfo(cx *Context, w Writer, args [][]byte) {
 	case equalFold(attr, "lib-ver"):
 		dst = &cx.Client.LibVer
 	default:
-		w.WriteError(fmt.Sprintf(msgSetInfoOption, oneLine(string(attr))))
+		w.WriteError(fmt.Sprintf(msgSetInfoOption, quoteC(attr)))
 		return
 	}
 	if !validClientName(value) {
-		w.WriteError(fmt.Sprintf(msgSetInfoValue, oneLine(string(attr))))
+		w.WriteError(fmt.Sprintf(msgSetInfoValue, quoteC(attr)))
 		return
 	}
 

@@ -37,7 +37,7 @@ func clientList(cx *Context, w Writer, args [][]byte) {
 		case equalFold(t, "master"), equalFold(t, "replica"), equalFold(t, "slave"), equalFold(t, "pubsub"):
 			normal = false
 		default:
-			w.WriteError(fmt.Sprintf(msgUnknownClientTyp, oneLine(string(t))))
+			w.WriteError(fmt.Sprintf(msgUnknownClientTyp, quoteC(t)))
 			return
 		}
 	case len(args) != 2:

@@ -266,14 +266,15 @@ func (e *errorCounter) WriteError(msg string) {
 }
 
 // unknownCommand words Redis 7's reply to an unknown command: its name cut
-// as QuoteArg cuts it, then its arguments, each quoted, until they have
-// used maxQuotedArg bytes between them.
+// as QuoteArg cuts it, then its arguments, each quoted up to its first NUL
+// byte, until they have used maxQuotedArg bytes between them.
 func unknownCommand(args [][]byte) string {
 	var b strings.Builder
 	for _, a := range args[1:] {
 		if b.Len() >= maxQuotedArg {
 			break
 		}
+		a = cString(a)
 		n := min(len(a), maxQuotedArg-b.Len())
 		fmt.Fprintf(&b, "'%s' ", a[:n])
 	}

@@ -74,12 +74,13 @@ func configGet(cx *Context, w Writer, args [][]byte) {
 // changed at run time, so the first name decides the error, as the first
 // bad one does in Redis.
 func configSet(cx *Context, w Writer, args [][]byte) {
-	// The table's arity says "at least four"; the rest must come in pairs.
+	// The table's arity says "at least four"; the rest must come in pairs,
+	// or it is Redis's syntax error.
 	if len(args)%2 != 0 {
-		w.WriteError(fmt.Sprintf(msgWrongArity, "config|set"))
+		w.WriteError(msgSyntax)
 		return
 	}
-	name := oneLine(string(args[2]))
+	name := quoteC(args[2])
 	if _, ok := cx.cmds.setting(string(args[2])); ok {
 		w.WriteError(fmt.Sprintf(msgConfigImmutable, name))
 		return

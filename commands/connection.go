@@ -67,12 +67,16 @@ func reset(cx *Context, w Writer, args [][]byte) {
 }
 
 // selectDB is SELECT: there is one database, 0. Like Redis, the index must
-// fit a C int.
+// fit a C int, and an integer that does not gets Redis's range text.
 func selectDB(cx *Context, w Writer, args [][]byte) {
 	// >> Args
 	index, ok := ParseInt(args[1])
-	if !ok || index < math.MinInt32 || index > math.MaxInt32 {
+	if !ok {
 		w.WriteError(msgSelectInvalid)
+		return
+	}
+	if index < math.MinInt32 || index > math.MaxInt32 {
+		w.WriteError(msgSelectRange)
 		return
 	}
 

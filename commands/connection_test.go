@@ -23,7 +23,7 @@ func TestConnectionCommands(t *testing.T) {
 			{[]string{"SELECT", "1"}, wantErr("ERR DB index is out of range")},
 			{[]string{"SELECT", "-1"}, wantErr("ERR DB index is out of range")},
 			{[]string{"SELECT", "2147483647"}, wantErr("ERR DB index is out of range")},
-			{[]string{"SELECT", "2147483648"}, wantErr("ERR value is not an integer or out of range")},
+			{[]string{"SELECT", "2147483648"}, wantErr("ERR value is out of range, value must between -2147483648 and 2147483647")},
 			{[]string{"SELECT", "00"}, wantErr("ERR value is not an integer or out of range")},
 			{[]string{"SELECT", "x"}, wantErr("ERR value is not an integer or out of range")},
 			{[]string{"SELECT"}, wantErr("ERR wrong number of arguments for 'select' command")},

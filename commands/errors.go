@@ -17,6 +17,7 @@ const (
 	msgWatchInMulti     = "ERR WATCH inside MULTI is not allowed"
 	msgDBIndex          = "ERR DB index is out of range"
 	msgSelectInvalid    = "ERR value is not an integer or out of range"
+	msgSelectRange      = "ERR value is out of range, value must between -2147483648 and 2147483647"
 	msgNoProto          = "NOPROTO unsupported protocol version"
 	msgInvalidCursor    = "ERR invalid cursor"
 	msgClientName       = "ERR Client names cannot contain spaces, newlines or special characters."

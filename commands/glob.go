@@ -95,12 +95,14 @@ func globClass(p []byte, c byte) (bool, []byte) {
 			}
 			return match != not, start[len(start)-1:]
 		case len(p) >= 3 && p[1] == '-':
-			lo, hi := p[0], p[2]
+			// Redis compares the bounds and the byte as C chars, which
+			// are signed: bytes from 0x80 come before ASCII.
+			lo, hi, sc := int8(p[0]), int8(p[2]), int8(c)
 			if lo > hi {
 				lo, hi = hi, lo
 			}
 			p = p[2:]
-			if lo <= c && c <= hi {
+			if lo <= sc && sc <= hi {
 				match = true
 			}
 		default:

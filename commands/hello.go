@@ -55,7 +55,7 @@ func hello(cx *Context, w Writer, args [][]byte) {
 			cl.changed(EffectInfo)
 			i++
 		default:
-			w.WriteError(fmt.Sprintf(msgHelloOption, oneLine(string(opt))))
+			w.WriteError(fmt.Sprintf(msgHelloOption, quoteC(opt)))
 			return
 		}
 	}

@@ -1,6 +1,9 @@
 package commands
 
-import "strings"
+import (
+	"bytes"
+	"strings"
+)
 
 // parseCellInt parses an integer as redis-cell does (Rust's i64::from_str):
 // an optional sign, then one or more ASCII digits, within int64.
@@ -107,14 +110,28 @@ func equalFold(b []byte, s string) bool {
 const maxQuotedArg = 128
 
 // QuoteArg makes an argument safe to quote in an error: at most
-// maxQuotedArg bytes, on one line. Every error that cuts what it quotes, as
-// Redis cuts a command's or subcommand's name, cuts it here; the server
-// quotes a panicking command's name with it too.
+// maxQuotedArg bytes, up to its first NUL byte, on one line. Every error
+// that cuts what it quotes, as Redis cuts a command's or subcommand's name,
+// cuts it here; the server quotes a panicking command's name with it too.
 func QuoteArg(b []byte) string {
+	b = cString(b)
 	if len(b) > maxQuotedArg {
 		b = b[:maxQuotedArg]
 	}
 	return oneLine(string(b))
+}
+
+// quoteC makes an argument safe to quote whole in an error, as Redis's
+// "%s" quotes it: up to its first NUL byte, on one line.
+func quoteC(b []byte) string { return oneLine(string(cString(b))) }
+
+// cString returns b up to its first NUL byte: what C's "%s" prints of
+// an argument, as Redis's error texts quote one.
+func cString(b []byte) []byte {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		return b[:i]
+	}
+	return b
 }
 
 // oneLine makes text safe inside an error reply, as Redis does: CR and LF
