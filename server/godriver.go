@@ -25,6 +25,8 @@ type goDriver struct {
 	reading     bool       // serve is in (or about to enter) a Read of the socket
 	interrupted bool       // wake cut that Read short with aLongTimeAgo
 	deadline    bool       // the socket has a read deadline set, to clear before a Read without one
+
+	writeDeadline bool // the socket has a write deadline set; serve's goroutine only
 }
 
 func newGoDriver(nc net.Conn) *goDriver {
@@ -79,7 +81,7 @@ func (d *goDriver) serve() {
 		s.run(now)
 		switch s.next(now) {
 		case stepWrite:
-			n, err := d.nc.Write(s.output())
+			n, err := d.write(s.output(), time.Now()) // not now: the batch may have run long
 			s.sent(n)
 			if err != nil {
 				s.fail(err)
@@ -98,6 +100,34 @@ func (d *goDriver) serve() {
 			}
 		}
 	}
+}
+
+// tlsRecordLen is the most plaintext one TLS record carries.
+const tlsRecordLen = 16 << 10
+
+// write sends b, or its start. With an idle timeout, a client that takes
+// none of it for that long is closed (errIdleTimeout), as Redis's timeout
+// closes a client that neither sends nor reads; one that took some goes
+// round again, its time counted anew. A TLS connection cannot go on after
+// a write times out, so it is given a record at a time: a client is closed
+// only if it takes less than a record for the whole timeout.
+func (d *goDriver) write(b []byte, now time.Time) (int, error) {
+	dl := d.s.sendDeadline(now)
+	if !dl.IsZero() || d.writeDeadline {
+		_ = d.nc.SetWriteDeadline(dl) // the zero time for none
+		d.writeDeadline = !dl.IsZero()
+	}
+	if _, isTLS := d.nc.(*tls.Conn); isTLS && !dl.IsZero() && len(b) > tlsRecordLen {
+		b = b[:tlsRecordLen]
+	}
+	n, err := d.nc.Write(b)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		if n > 0 {
+			return n, nil
+		}
+		err = errIdleTimeout
+	}
+	return n, err
 }
 
 // errWoken is read's report that it read nothing because of a wake-up.

@@ -101,6 +101,7 @@ func (l *evloop) advance(c *loopConn) {
 			switch err := l.send(c); err {
 			case nil:
 			case syscall.EAGAIN:
+				s.waitSending(time.Now()) // not now: the batch may have run long
 				l.watch(c, syscall.EPOLLOUT)
 				return
 			default:

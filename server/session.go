@@ -112,9 +112,12 @@ type session struct {
 	dispatching bool
 	closing     bool // Shutdown: end once nothing is left to run or send
 	waiting     bool // the driver waits for bytes with nothing pending: Shutdown may close at once
-	idleSince   time.Time
-	closed      bool
-	closeErr    error
+	// sending: the driver waits for the socket to take output; the idle
+	// clock runs meanwhile, as Redis counts only bytes moved as activity.
+	sending   bool
+	idleSince time.Time
+	closed    bool
+	closeErr  error
 }
 
 // newSession returns the session of a connection just accepted, driven by
@@ -218,7 +221,9 @@ func (s *session) run(now time.Time) {
 			s.w.paused = false
 			s.applyInline()
 		}
-		if eff&commands.EffectPushed != 0 { // its own line goes right after its reply
+		// Its own line goes right after its reply; after QUIT's nothing
+		// does, as in Redis (the lines wait in pushed, dropped at the end).
+		if eff&(commands.EffectPushed|commands.EffectQuit) == commands.EffectPushed {
 			s.mu.Lock()
 			s.takePushedLocked()
 			s.mu.Unlock()
@@ -271,9 +276,11 @@ func (s *session) currentOverlaps() bool {
 func (s *session) dispatch(args [][]byte) (eff commands.Effect) {
 	s.w.begin()
 	s.current = args
+	held := len(s.w.held) // a panic takes back the pauses after these too
 	defer func() {
 		s.current = nil
 		if p := recover(); p != nil {
+			s.w.dropPaused(held)
 			s.recovered(p, commandName(args))
 		}
 	}()
@@ -311,6 +318,7 @@ func (s *session) publish(now time.Time, ran, changed bool) {
 func (s *session) next(now time.Time) step {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.sending = false
 	switch {
 	case s.closed:
 		return stepClose
@@ -373,13 +381,35 @@ func (s *session) idleDeadline() time.Time {
 	return s.idleSince.Add(s.idleTimeout)
 }
 
+// waitSending records that the driver waits, from now, for the socket to
+// take the output: if it takes none until Config.IdleTimeout, expireIdle
+// closes the connection, as Redis's timeout closes a client that neither
+// sends nor reads. The next call to next ends the wait.
+func (s *session) waitSending(now time.Time) {
+	s.mu.Lock()
+	s.sending, s.idleSince = true, now
+	s.mu.Unlock()
+}
+
+// sendDeadline is when a driver that starts sending output at now and
+// blocks until it is taken gives up for the idle timeout; zero for never.
+func (s *session) sendDeadline(now time.Time) time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.idleTimeout <= 0 || s.snap.Monitor {
+		return time.Time{} // a monitor is bounded by its push backlog instead
+	}
+	return now.Add(s.idleTimeout)
+}
+
 // expireIdle closes the connection if it has waited for bytes, with
-// nothing pending, for Config.IdleTimeout at now. Any goroutine.
+// nothing pending, or for the socket to take its output, for
+// Config.IdleTimeout at now. Any goroutine.
 func (s *session) expireIdle(now time.Time) {
 	s.mu.Lock()
-	expired := s.idleTimeout > 0 && s.waiting && !s.closed && !s.snap.Monitor && now.Sub(s.idleSince) >= s.idleTimeout
+	expired := s.idleTimeout > 0 && (s.waiting || s.sending) && !s.closed && !s.snap.Monitor && now.Sub(s.idleSince) >= s.idleTimeout
 	if expired {
-		s.closed, s.closeErr, s.waiting = true, errIdleTimeout, false
+		s.closed, s.closeErr, s.waiting, s.sending = true, errIdleTimeout, false, false
 		s.drv.shutSocket() // under s.mu: the driver closes the socket only once closed is set
 	}
 	s.mu.Unlock()
@@ -416,11 +446,11 @@ func (s *session) close() {
 }
 
 // complete records that the paused reply p can be written, by r, and
-// wakes the driver to write it. Any goroutine; after the session closed it
-// does nothing.
+// wakes the driver to write it. Any goroutine; after the session closed,
+// or for a reply dropped when its command panicked, it does nothing.
 func (s *session) complete(p *pausedReply, r commands.Reply) {
 	s.mu.Lock()
-	if s.closed {
+	if s.closed || p.dropped {
 		s.mu.Unlock()
 		return
 	}

@@ -60,6 +60,10 @@ type pausedReply struct {
 	// barrier: its command may not overlap (commands.FlagOverlap): while
 	// it is held, no later command runs, whatever its own flags.
 	barrier bool
+	// dropped: its command panicked after pausing and was answered with
+	// an error instead (under the session's mu), so that its completion,
+	// whenever it comes, writes nothing.
+	dropped bool
 }
 
 // Complete implements commands.Paused.
@@ -166,6 +170,23 @@ func (w *replyWriter) pausedName() string {
 		w.lastRaw, w.lastName = string(args[0]), commandName(args)
 	}
 	return w.lastName
+}
+
+// dropPaused takes back the paused replies after the first n, those of a
+// command that panicked after pausing: they write nothing, and hold back
+// nothing, when their completions come. They are not reused, since a
+// completion may still be on its way.
+func (w *replyWriter) dropPaused(n int) {
+	if len(w.held) <= n {
+		return
+	}
+	w.sess.mu.Lock()
+	for i, p := range w.held[n:] {
+		p.dropped = true
+		w.held[n+i] = nil
+	}
+	w.sess.mu.Unlock()
+	w.held = w.held[:n]
 }
 
 // applyCompleted writes, in order, the paused replies at the head of the
