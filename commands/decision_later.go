@@ -94,14 +94,19 @@ func (cl *Client) pausedDecision(l *decisionLater) {
 }
 
 // written takes l, whose reply is about to be written, off the
-// connection's paused decisions, of which it is the first: replies are
-// written in order.
+// connection's paused decisions. Replies are written in order, so l is
+// the first, unless the ones before it will never be written (the server
+// dropped them: their command panicked after pausing); those go too.
 func (cl *Client) written(l *decisionLater) {
-	if cl.lhead == len(cl.laters) || cl.laters[cl.lhead] != l {
+	i := cl.lhead
+	for i < len(cl.laters) && cl.laters[i] != l {
+		i++
+	}
+	if i == len(cl.laters) {
 		return
 	}
-	cl.laters[cl.lhead] = nil
-	cl.lhead++
+	clear(cl.laters[cl.lhead : i+1])
+	cl.lhead = i + 1
 	if cl.lhead == len(cl.laters) {
 		cl.laters, cl.lhead = cl.laters[:0], 0
 	}

@@ -426,4 +426,14 @@ func TestPausedDecisionsList(t *testing.T) {
 	if on("none") || !on(string(fifo[len(fifo)-1].t.key)) {
 		t.Fatal("one pending: behind on its key only")
 	}
+	// A decision whose reply the server dropped (its command panicked
+	// after pausing) is never written: the next one written takes it off
+	// with itself, so that it does not hold the list for good.
+	cl.written(fifo[len(fifo)-1])
+	later("d")
+	next := later("n")
+	cl.written(next)
+	if on("d") || len(cl.laters)-cl.lhead != 0 {
+		t.Fatalf("after a dropped decision and the next written: pending on d %v, %d pending", on("d"), len(cl.laters)-cl.lhead)
+	}
 }
