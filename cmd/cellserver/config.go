@@ -158,7 +158,7 @@ func parseConfig(args []string, env func(string) string, stderr io.Writer) (conf
 		{"tls-ca-cert-file", "CELLSERVER_TLS_CA_CERT_FILE", "`path` of the CA certificates (PEM) that client certificates must be signed by; set, clients must present one", (*stringValue)(&cfg.tlsCAFile)},
 		{"protected-mode", "CELLSERVER_PROTECTED_MODE", "refuse non-loopback clients while listening beyond loopback with no password, as Redis does (yes or no)", (*yesNoValue)(&cfg.protectedMode)},
 		{"event-loops", "CELLSERVER_EVENT_LOOPS", "`count` of event loops serving plain-TCP clients on Linux, each on one core at a time, as Redis's one thread; 0 serves each client on its own goroutine instead", (*nonNegativeInt)(&cfg.eventLoops)},
-		{"timeout", "CELLSERVER_TIMEOUT", "close a client idle for this many `seconds` (0: never)", (*nonNegativeInt)(&cfg.timeout)},
+		{"timeout", "CELLSERVER_TIMEOUT", "close a client idle for this many `seconds` (0: never)", (*timeoutValue)(&cfg.timeout)},
 		{"maxclients", "CELLSERVER_MAXCLIENTS", "most `clients` connected at once; one more gets an error and is closed, as in Redis; lowered at start to what the open-file limit allows", (*positiveInt)(&cfg.maxClients)},
 		{"maxmemory", "CELLSERVER_MAXMEMORY", "bound on the keyspace's estimated size in `bytes` (100mb, 1gb, ...); the keys that expire soonest are evicted first; 0 for none", (*sizeValue)(&cfg.maxmemory)},
 		{"slowlog-log-slower-than", "CELLSERVER_SLOWLOG_LOG_SLOWER_THAN", "`microseconds` from which a command enters the slow log; 0 logs every command, negative none", (*int64Value)(&cfg.slowlogSlowerThan)},
@@ -477,6 +477,25 @@ func (v *nonNegativeInt) Set(s string) error {
 		return errors.New("want a whole number from 0")
 	}
 	*v = nonNegativeInt(n)
+	return nil
+}
+
+// maxTimeout is Redis's bound on timeout (INT_MAX seconds), well within
+// what a time.Duration holds: beyond about 9.2e9 seconds the idle timeout
+// would wrap around to a negative or a tiny duration.
+const maxTimeout = 1<<31 - 1
+
+// timeoutValue is an idle timeout in whole seconds, from 0 to maxTimeout.
+type timeoutValue int
+
+func (v *timeoutValue) String() string { return strconv.Itoa(int(*v)) }
+
+func (v *timeoutValue) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 || n > maxTimeout {
+		return fmt.Errorf("want a whole number from 0 to %d", maxTimeout)
+	}
+	*v = timeoutValue(n)
 	return nil
 }
 

@@ -186,11 +186,12 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, ready chan<- net.A
 		log.Error("cannot start the rate limit service", "addr", cfg.rlsAddr, "err", err)
 		return exitError
 	}
+	defer rs.close() // after the last flush: SIGHUP must not end the process before it
 	var collectors []prometheus.Collector
 	if rs != nil {
 		collectors = append(collectors, rs.svc.Collector())
 	}
-	var serving atomic.Bool
+	var serving atomic.Bool // set once commands are served
 	ms, err := startMetrics(cfg.metricsAddr, rs.jsonHandler(metrics.NewHandler(metrics.Options{
 		Commands: cmds, Engine: eng, Host: srv, Ready: serving.Load,
 		Persistence: func() []metrics.Sample {
@@ -204,21 +205,21 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, ready chan<- net.A
 		},
 		Collectors: collectors,
 		TopKeys:    cfg.metricsTopKeys,
-	})), log)
+	}), serving.Load), log)
 	if err != nil {
 		ln.Close()
 		rs.stop(ctx)
 		log.Error("cannot listen for metrics", "addr", cfg.metricsAddr, "err", err)
 		return exitError
 	}
-	defer ms.stop()
+	// From here every way out stops ms with stopOthers.
 
 	// Every key is loaded before the first command is served, unless the
 	// first attempt fails.
 	bk, err := openBacking(ctx, cfg, eng, log)
 	if err != nil {
 		ln.Close()
-		rs.stop(ctx)
+		stopOthers(rs, ms)
 		if ctx.Err() != nil {
 			log.Info("stopped while loading the backing store")
 			return exitOK
@@ -278,11 +279,10 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, ready chan<- net.A
 // stopOthers stops the ways in besides the Redis protocol's, the rate limit
 // service and the metrics server (its /json), letting their requests under
 // way finish within shutdownTimeout: before the last flush to the backing
-// Redis, so that what they changed is in it. Stopping the metrics server
-// again, as its deferred call does, does nothing.
+// Redis, so that what they changed is in it.
 func stopOthers(rs *rlsServer, ms *metricsServer) {
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
 	rs.stop(ctx)
-	ms.stop()
+	ms.stop(ctx)
 }

@@ -39,13 +39,13 @@ func startMetrics(addr string, h http.Handler, log *slog.Logger) (*metricsServer
 	return m, nil
 }
 
-// stop shuts the metrics server down and waits for it.
-func (m *metricsServer) stop() {
+// stop shuts the metrics server down, letting the requests under way (a
+// /json decision waiting on the shared store) finish until ctx is done,
+// then closes what remains, and waits for it.
+func (m *metricsServer) stop(ctx context.Context) {
 	if m == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
 	if err := m.srv.Shutdown(ctx); err != nil {
 		m.srv.Close()
 	}

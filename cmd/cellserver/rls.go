@@ -32,8 +32,13 @@ type rlsServer struct {
 	ln      net.Listener
 	grpc    *grpc.Server
 	watcher *rlsconfig.Watcher // nil without --rls-config
-	cancel  context.CancelFunc // stops the reloads
-	wg      sync.WaitGroup     // the server, the watcher and SIGHUP's relay
+	// hup receives SIGHUP, the reload signal, from newRLS until close
+	// (nil without --rls-config): while it is registered, a SIGHUP never
+	// takes its default action, which ends the process, neither while the
+	// backing store loads nor during the last flush.
+	hup    chan os.Signal
+	cancel context.CancelFunc // stops the reloads
+	wg     sync.WaitGroup     // the server, the watcher and SIGHUP's relay
 }
 
 // newRLS makes the service cfg asks for, deciding in sh's store in shared
@@ -93,17 +98,31 @@ func newRLS(cfg config, eng *engine.Engine, sh *shared, tlsConfig *tls.Config, l
 	}
 	g := grpc.NewServer(opts...)
 	svc.Register(g)
-	return &rlsServer{svc: svc, ln: ln, grpc: g, watcher: watcher}, nil
+	r := &rlsServer{svc: svc, ln: ln, grpc: g, watcher: watcher}
+	if watcher != nil {
+		r.hup = make(chan os.Signal, 1) // one pending reload is enough
+		signal.Notify(r.hup, syscall.SIGHUP)
+	}
+	return r, nil
 }
 
 // jsonHandler mounts /json beside h (the metrics handler); h alone without
-// the service.
-func (r *rlsServer) jsonHandler(h http.Handler) http.Handler {
+// the service. /json answers 503 until ready reports true: the metrics
+// server listens while the backing store loads, and a decision made then,
+// on a keyspace not yet loaded, would admit what the store has spent.
+func (r *rlsServer) jsonHandler(h http.Handler, ready func() bool) http.Handler {
 	if r == nil {
 		return h
 	}
+	decide := r.svc.JSONHandler()
 	mux := http.NewServeMux()
-	mux.Handle("/json", r.svc.JSONHandler())
+	mux.HandleFunc("/json", func(w http.ResponseWriter, req *http.Request) {
+		if !ready() {
+			http.Error(w, "not ready: the backing store is loading", http.StatusServiceUnavailable)
+			return
+		}
+		decide.ServeHTTP(w, req)
+	})
 	mux.Handle("/", h)
 	return mux
 }
@@ -133,17 +152,15 @@ func (r *rlsServer) start(cfg config, log *slog.Logger) {
 		r.watcher.Run(ctx)
 	}()
 	// SIGHUP only asks the watcher to reload: its goroutine does the
-	// loading, so a reload never races another.
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
+	// loading, so a reload never races another. A SIGHUP received before
+	// start is a reload now.
 	go func() {
 		defer r.wg.Done()
-		defer signal.Stop(hup)
 		for {
 			select {
 			case <-ctx.Done():
 				return
-			case <-hup:
+			case <-r.hup:
 				r.watcher.Reload()
 			}
 		}
@@ -173,4 +190,13 @@ func (r *rlsServer) stop(ctx context.Context) {
 		<-stopped
 	}
 	r.wg.Wait()
+}
+
+// close gives SIGHUP back its default action, once the process has no more
+// use for it: after stop and the last flush to the backing Redis.
+func (r *rlsServer) close() {
+	if r == nil || r.hup == nil {
+		return
+	}
+	signal.Stop(r.hup)
 }
