@@ -127,9 +127,9 @@ func ruleError(i int, err error) error {
 // counterEnd is when an FW or SWC key holding c limits nothing any more:
 // the end of its bucket, or for SWC with a count in it, of the next one.
 func counterEnd(r Rule, c counterState) int64 {
-	end := c.start + r.Window.Window
+	end := addSat(c.start, r.Window.Window)
 	if r.Family == FamilySWC && c.cur > 0 {
-		end += r.Window.Window
+		end = addSat(end, r.Window.Window)
 	}
 	return end
 }

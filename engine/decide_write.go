@@ -72,7 +72,8 @@ func writeLog(rec *Record, st *keyState, r Rule, view swView, now, qty int64) {
 		out.Log[j], out.Quantities[j] = l.get(ring, j)
 	}
 	if qty > 0 {
-		out.ExpireAtMs = expireMs(l.newest(ring) + r.Window.Window)
+		// As Engine.commit: now's request, or a later one the expiry covers.
+		out.ExpireAtMs = max(out.ExpireAtMs, expireMs(now+r.Window.Window))
 	}
 	*rec = out
 }

@@ -262,9 +262,11 @@ func (e *Engine) commit(v *verdict, r Rule, now, qty int64) error {
 			return nil
 		}
 		if qty > 0 {
-			// The request just recorded, at now, is the newest: its expiry
-			// needs no read of the ring.
-			s.setExpiry(ent, expireMs(now+r.Window.Window))
+			// The request just recorded, at now, is the newest, unless the
+			// log holds a later one (a key restored from a clock ahead of
+			// ours), which the key's expiry already covers: neither needs a
+			// read of the ring.
+			s.setExpiry(ent, max(ent.expireAt, expireMs(now+r.Window.Window)))
 		}
 		ent.state = uint64(uint32(ent.state)) | s.logs.hint(log)<<32
 	}

@@ -91,13 +91,15 @@ type counterState struct {
 }
 
 // rolled returns the state as of now's bucket: the counts move back a
-// bucket, or are forgotten, when now has left the state's bucket.
+// bucket, or are forgotten, when now has left the state's bucket. A bucket
+// that has not begun (a key restored from a clock ahead of ours) is kept:
+// its counts stand, and a request now counts in it, as if made at its start.
 func (st counterState) rolled(now, window int64) counterState {
 	start := now - floorMod(now, window)
 	switch {
 	case !st.ok:
 		return counterState{start: start}
-	case st.start == start:
+	case st.start == start, st.start > now:
 		return st
 	case st.start+window == start:
 		return counterState{start: start, prev: st.cur, ok: true}
@@ -110,7 +112,7 @@ func (st counterState) rolled(now, window int64) counterState {
 // state to store (the same state when nothing is recorded).
 func fixedWindow(now int64, st counterState, q WindowQuota, qty int64) (Decision, counterState) {
 	st = st.rolled(now, q.Window)
-	end := st.start + q.Window
+	end := addSat(st.start, q.Window) // a bucket not begun may start late
 	d := Decision{Limit: q.Limit, RetryAfter: -1}
 	if qty <= q.Limit-st.cur {
 		st.cur += qty
@@ -133,23 +135,24 @@ func fixedWindow(now int64, st counterState, q WindowQuota, qty int64) (Decision
 func slidingCounter(now int64, st counterState, q WindowQuota, qty int64) (Decision, counterState) {
 	w := q.Window
 	st = st.rolled(now, w)
-	elapsed := now - st.start
+	at := max(now, st.start) // a bucket not begun is decided as at its start
+	elapsed := at - st.start
 	d := Decision{Limit: q.Limit, RetryAfter: -1}
 	if swcFits(st.prev, w-elapsed, st.cur, qty, q.Limit, w) {
 		st.cur += qty
 	} else {
 		d.Limited = true
 		if qty <= q.Limit {
-			d.RetryAfter = swcRetry(st, elapsed, q, qty)
+			d.RetryAfter = addSat(swcRetry(st, elapsed, q, qty), at-now)
 		}
 	}
 	// remaining: the largest quantity that fits now.
 	d.Remaining = max(q.Limit-st.cur-ceilMulDiv(st.prev, w-elapsed, w), 0)
 	switch {
 	case st.cur > 0:
-		d.ResetAfter = st.start + 2*w - now
+		d.ResetAfter = addSat(st.start, 2*w) - now
 	case st.prev > 0:
-		d.ResetAfter = st.start + w - now
+		d.ResetAfter = addSat(st.start, w) - now
 	}
 	return d, st
 }

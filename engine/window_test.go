@@ -324,3 +324,51 @@ func TestWindowWrongType(t *testing.T) {
 		}
 	}
 }
+
+// TestWindowFutureStateStands: a key restored from a clock ahead of ours
+// (an SW request, an FW or SWC bucket later than now) keeps limiting until
+// that time's window has passed. A request now never expires the SW key
+// before the later request leaves its window, nor makes an FW or SWC key
+// forget the later bucket's counts; either let the later window take
+// twice its limit.
+func TestWindowFutureStateStands(t *testing.T) {
+	const w = int64(time.Minute)
+	now, later := epochDay+w/2, epochDay+w // later: the next bucket's start
+	for _, f := range []Family{FamilySW, FamilySWC, FamilyFW} {
+		t.Run(f.Name(), func(t *testing.T) {
+			e, c := newTestEngine(t)
+			c.Set(time.Unix(0, now))
+			rec := Record{Key: "k", Family: f, ExpireAtMs: expireMs(later + 2*w)}
+			if f == FamilySW {
+				rec.Log, rec.Quantities = []int64{later}, []uint32{1}
+			} else {
+				rec.Start, rec.Cur = later, 2
+			}
+			if !e.Restore(rec) {
+				t.Fatal("Restore not taken")
+			}
+			r := Rule{Key: []byte("k"), Family: f, Window: WindowQuota{Limit: 2, Window: w}}
+			if _, err := e.ThrottleWindow(nil, r, 1); err != nil {
+				t.Fatal(err)
+			}
+			// SW: the window ending half a window after the later request
+			// holds it, so admits 1 more at most (the request made now has
+			// left it, but sits behind the later one in the log); FW, SWC:
+			// the later bucket is full.
+			c.Set(time.Unix(0, later+w/2))
+			admitted := int64(0)
+			for range 3 {
+				d, err := e.ThrottleWindow(nil, r, 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !d.Limited {
+					admitted++
+				}
+			}
+			if most := int64(map[Family]int{FamilySW: 1}[f]); admitted > most {
+				t.Errorf("admitted %d beside the restored requests, at most %d", admitted, most)
+			}
+		})
+	}
+}
