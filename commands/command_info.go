@@ -73,8 +73,7 @@ func commandList(cx *Context, w Writer, args [][]byte) {
 			cat := "@" + string(bytes.ToLower(arg))
 			keep = func(c *Command) bool { return slices.Contains(aclCategories(c), cat) }
 		case equalFold(kind, "pattern"):
-			pattern := bytes.ToLower(arg)
-			keep = func(c *Command) bool { return globMatch(pattern, []byte(c.Name)) }
+			keep = func(c *Command) bool { return globMatchFold(arg, []byte(c.Name)) }
 		default:
 			w.WriteError(msgSyntax)
 			return

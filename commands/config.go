@@ -54,9 +54,8 @@ func configGet(cx *Context, w Writer, args [][]byte) {
 			}
 			continue
 		}
-		lower := bytes.ToLower(pattern)
 		for _, p := range params {
-			if globMatch(lower, []byte(strings.ToLower(p.Name))) {
+			if globMatchFold(pattern, []byte(p.Name)) {
 				add(p.Name, p)
 			}
 		}

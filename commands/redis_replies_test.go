@@ -94,3 +94,26 @@ func TestErrorsQuoteUpToNUL(t *testing.T) {
 		{[]string{"CONFIG", "SET", "nosu\x00ch", "x"}, wantErr("ERR Unknown option or number of arguments for CONFIG SET - 'nosu'")},
 	})
 }
+
+// TestGlobFoldRangesAsRedis: CONFIG GET and COMMAND LIST's PATTERN match
+// as Redis's nocase stringmatchlen does: a range's bounds are put in order
+// as signed chars and then lowered by C's tolower, which turns a byte from
+// 0x80 into its unsigned value, so that a range from such a byte to an
+// ASCII one holds nothing; an escaped byte in a class compares exactly
+// (replies of redis-server 7.0.15).
+func TestGlobFoldRangesAsRedis(t *testing.T) {
+	h := newHarness(t).withOpts(Options{Settings: []Setting{{Name: "maxmemory", Value: "100mb"}}})
+	maxmemory := wantArray(2) + wantBulks("maxmemory", "100mb")
+	h.runSteps([]replyStep{
+		{[]string{"CONFIG", "GET", "[\xc3-z]axmemory"}, wantArray(0)},
+		{[]string{"CONFIG", "GET", "[^\xc3-z]axmemory"}, maxmemory},
+		{[]string{"CONFIG", "GET", "[M-`]axmemory"}, wantArray(0)},
+		{[]string{"CONFIG", "GET", `[\M]axmemory`}, wantArray(0)},
+		{[]string{"CONFIG", "GET", "[L-n]axmemory"}, maxmemory},
+		{[]string{"CONFIG", "GET", "MAX[M-M]EMORY"}, maxmemory},
+		{[]string{"CONFIG", "GET", "[\xc3-\xff]axmemory"}, wantArray(0)},
+		{[]string{"COMMAND", "LIST", "FILTERBY", "PATTERN", "[\xc3-z]et"}, wantArray(0)},
+		{[]string{"COMMAND", "LIST", "FILTERBY", "PATTERN", `[\G]et`}, wantArray(0)},
+		{[]string{"COMMAND", "LIST", "FILTERBY", "PATTERN", "[G]ET"}, wantArray(1) + wantBulk("get")},
+	})
+}
