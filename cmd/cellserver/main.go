@@ -50,6 +50,10 @@ func main() {
 	// After the first signal, restore the default action: a second one
 	// kills the process if the graceful shutdown hangs.
 	context.AfterFunc(ctx, stop)
+	// SIGHUP does not end the process, as it does not end Redis (a
+	// closed terminal, a supervisor's reload): with --rls-config it
+	// reloads the configuration, and otherwise does nothing.
+	signal.Ignore(syscall.SIGHUP)
 	code := runAlone(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)

@@ -76,3 +76,46 @@ func TestSignalsSIGHUPWhileLoading(t *testing.T) {
 		t.Errorf("exit: %v, want status 0; log:\n%s", err, rest)
 	}
 }
+
+// TestSignalsSIGHUPIgnored runs the real process without --rls-config and
+// sends it SIGHUP: it goes on serving, as Redis does, and a SIGTERM then
+// ends it with status 0. SIGHUP's default action ended it (status 129).
+func TestSignalsSIGHUPIgnored(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		testenv.SkipOrFail(t, fmt.Sprintf("cannot find the test binary: %v", err))
+	}
+	cmd := exec.Command(exe, "--addr", "127.0.0.1:0", "--log-format", "json")
+	cmd.Env = append(os.Environ(), runMainEnv+"=1")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	logs := bufio.NewReader(stderr)
+	for {
+		b, err := logs.ReadBytes('\n')
+		if err != nil {
+			t.Fatalf("log ended before the start: %v; exit: %v", err, cmd.Wait())
+		}
+		var line struct{ Msg string }
+		json.Unmarshal(b, &line)
+		if line.Msg == "cellserver started" {
+			break
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // a signal's default action is not waited for
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	rest, _ := io.ReadAll(logs)
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("exit: %v, want status 0; log:\n%s", err, rest)
+	}
+}
