@@ -362,3 +362,27 @@ func TestTopRefusedKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestScrapeBesideRefusals: scrapes of the top keys, which move the
+// sub-windows on as the clock passes a minute, run beside a client's
+// refusals without a data race (run with -race).
+func TestScrapeBesideRefusals(t *testing.T) {
+	r := newRig(t, 0, Options{TopKeys: 3})
+	var done atomic.Bool
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		client := commands.NewClient(2, "127.0.0.1:50001", "127.0.0.1:6379", r.clock.Now())
+		args := [][]byte{[]byte("SW.THROTTLE"), []byte("k"), []byte("1"), []byte("1h")}
+		for !done.Load() {
+			r.cmds.Dispatch(&discard{}, client, args)
+		}
+	}()
+	for range 20 {
+		r.clock.Advance(time.Minute)
+		r.scrape()
+	}
+	done.Store(true)
+	wg.Wait()
+}

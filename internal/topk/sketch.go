@@ -94,8 +94,11 @@ func (s *Sketch) freeAllRuns() {
 }
 
 // Hash returns key's hash as Add wants it, of its first MaxKeyLen bytes.
-func (s *Sketch) Hash(key []byte) uint64 {
-	return maphash.Bytes(s.seed, key[:min(len(key), MaxKeyLen)])
+func (s *Sketch) Hash(key []byte) uint64 { return hashKey(s.seed, key) }
+
+// hashKey is key's hash under seed, of its first MaxKeyLen bytes.
+func hashKey(seed maphash.Seed, key []byte) uint64 {
+	return maphash.Bytes(seed, key[:min(len(key), MaxKeyLen)])
 }
 
 // Add counts one event of key at time now (any unit; Entry reports it

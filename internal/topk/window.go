@@ -16,8 +16,9 @@ import (
 // estimate's error, beyond that assumption, is each sketch's: at most
 // n_cur/k + w*n_prev/k either way (a key that lost its counter was counted
 // at most the smallest count, and a count overestimates by at most Err).
-// Memory is two sketches. Not safe for concurrent use.
+// Memory is two sketches. Not safe for concurrent use, but for Hash.
 type Window struct {
+	seed      maphash.Seed // the sketches'; read-only, so that Hash needs no lock
 	length    int64
 	start     int64 // the current sub-window's start
 	cur, prev *Sketch
@@ -26,14 +27,16 @@ type Window struct {
 // NewWindow returns a window of length time units (at least 1) holding k
 // keys per sub-window.
 func NewWindow(length int64, k int, seed maphash.Seed) *Window {
-	return &Window{length: max(length, 1), cur: NewSketch(k, seed), prev: NewSketch(k, seed)}
+	return &Window{seed: seed, length: max(length, 1), cur: NewSketch(k, seed), prev: NewSketch(k, seed)}
 }
 
 // Length is the window's length.
 func (w *Window) Length() int64 { return w.length }
 
-// Hash returns key's hash, for Add.
-func (w *Window) Hash(key []byte) uint64 { return w.cur.Hash(key) }
+// Hash returns key's hash, for Add. It reads nothing that Add or Top
+// changes, so it may run beside them, outside the caller's lock (the
+// sketches, which roll swaps, share its seed).
+func (w *Window) Hash(key []byte) uint64 { return hashKey(w.seed, key) }
 
 // roll moves the sub-windows on to the one now falls in. A clock that goes
 // back leaves them where they are.

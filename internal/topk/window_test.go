@@ -2,6 +2,7 @@ package topk
 
 import (
 	"hash/maphash"
+	"sync"
 	"testing"
 )
 
@@ -52,4 +53,33 @@ func TestWindowSlides(t *testing.T) {
 	if d := w.Distinct(1000); d != 1 {
 		t.Errorf("distinct: %d, want 1", d)
 	}
+}
+
+// TestWindowHashBesideAdd: Hash runs outside the lock that guards Add and
+// Top (as THROTTLE.TOP's caller hashes a key before locking), while the
+// sub-windows roll; run with -race. It gives the sketches' hash.
+func TestWindowHashBesideAdd(t *testing.T) {
+	w := NewWindow(10, 4, maphash.MakeSeed())
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for g := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			key := []byte{'k', byte(g)}
+			for i := range 2000 {
+				h := w.Hash(key)
+				mu.Lock()
+				if h != w.cur.Hash(key) {
+					t.Errorf("Hash %x, the sketch's %x", h, w.cur.Hash(key))
+				}
+				w.Add(key, h, 1, int64(i))
+				if i%7 == 0 {
+					w.Top(int64(i), 1)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
 }
