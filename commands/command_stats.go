@@ -8,9 +8,11 @@ import (
 // INFO commandstats and INFO stats' totals, read from each command's
 // metrics (commandMetrics, observe.go).
 
-// statsSnapshot is one command's INFO commandstats counters.
+// statsSnapshot is one command's INFO commandstats counters, and its
+// deciding calls' answers for INFO stats.
 type statsSnapshot struct {
 	calls, nanos, rejected, failed int64
+	allowed, limited               uint64
 }
 
 // sinceReset returns cmd's counters since the last CONFIG RESETSTAT.

@@ -54,6 +54,8 @@ func TestConfigResetStat(t *testing.T) {
 	h.do("PING")
 	h.do("NOSUCH")
 	h.do("CLIENT", "ID")
+	h.do("CL.THROTTLE", "k", "0", "1", "60") // allowed
+	h.do("CL.THROTTLE", "k", "0", "1", "60") // limited
 	if got := h.do("CONFIG", "RESETSTAT"); got != wantStatus("OK") {
 		t.Fatalf("CONFIG RESETSTAT = %q", got)
 	}
@@ -69,6 +71,14 @@ func TestConfigResetStat(t *testing.T) {
 	if strings.Contains(text, "cmdstat_ping") || strings.Contains(text, "cmdstat_client|id") ||
 		!strings.Contains(text, "cmdstat_config|resetstat:calls=1,") {
 		t.Errorf("commandstats after RESETSTAT: %q", text)
+	}
+	if a, l := field(t, text, "throttle_allowed_calls"), field(t, text, "throttle_limited_calls"); a != "0" || l != "0" {
+		t.Errorf("throttle_allowed_calls %s, throttle_limited_calls %s after RESETSTAT, want 0 and 0", a, l)
+	}
+	h.do("CL.THROTTLE", "k", "0", "1", "60")
+	text = infoText(t, h, "stats")
+	if a, l := field(t, text, "throttle_allowed_calls"), field(t, text, "throttle_limited_calls"); a != "0" || l != "1" {
+		t.Errorf("throttle_allowed_calls %s, throttle_limited_calls %s after one more refusal, want 0 and 1", a, l)
 	}
 }
 

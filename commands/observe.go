@@ -83,20 +83,24 @@ func (m *commandMetrics) sum() CommandMetrics {
 	return s
 }
 
-// totals returns m's calls, their time and the failed ones, for INFO
-// commandstats.
+// totals returns m's calls, their time, the failed ones and the deciding
+// calls' answers, for INFO commandstats and stats.
 func (m *commandMetrics) totals() statsSnapshot {
 	s := m.sum()
-	return statsSnapshot{calls: int64(s.Calls()), nanos: int64(s.Sum), failed: int64(s.Errors)}
+	return statsSnapshot{calls: int64(s.Calls()), nanos: int64(s.Sum), failed: int64(s.Errors),
+		allowed: s.Allowed, limited: s.Limited}
 }
 
-// decisions returns the deciding commands' allowed and limited answers,
-// summed, for INFO.
+// decisions returns the deciding commands' allowed and limited answers
+// since the last CONFIG RESETSTAT, summed, for INFO.
 func (c *Commands) decisions() (allowed, limited uint64) {
 	for _, m := range c.obs.ordered {
-		s := m.sum()
-		allowed += s.Allowed
-		limited += s.Limited
+		s := m.totals()
+		m.mu.Lock()
+		base := m.base
+		m.mu.Unlock()
+		allowed += s.allowed - base.allowed
+		limited += s.limited - base.limited
 	}
 	return allowed, limited
 }

@@ -66,11 +66,16 @@ func TestObserveOutcomes(t *testing.T) {
 			t.Errorf("%s: Decides = %v", name, m.Decides)
 		}
 	}
-	// INFO stats sums the decisions; CONFIG RESETSTAT leaves metrics alone.
-	h.do("CONFIG", "RESETSTAT")
+	// INFO stats sums the decisions, and CONFIG RESETSTAT zeroes them
+	// there, but leaves the metrics alone.
 	text := infoText(t, h, "stats")
 	if field(t, text, "throttle_allowed_calls") != "4" || field(t, text, "throttle_limited_calls") != "1" {
 		t.Errorf("INFO stats: %q", text)
+	}
+	h.do("CONFIG", "RESETSTAT")
+	text = infoText(t, h, "stats")
+	if field(t, text, "throttle_allowed_calls") != "0" || field(t, text, "throttle_limited_calls") != "0" {
+		t.Errorf("INFO stats after CONFIG RESETSTAT: %q", text)
 	}
 	if got := outcomesOf(metricsOf(t, h.cmds, "cl.throttle")); got.calls != 7 {
 		t.Errorf("after CONFIG RESETSTAT: %+v", got)

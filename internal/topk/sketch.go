@@ -270,6 +270,17 @@ func (s *Sketch) Entries(buf []Entry) []Entry {
 	return buf
 }
 
+// copyTo makes dst, a sketch of as many counters, a copy of s: a few
+// memory copies, however many keys s holds.
+func (s *Sketch) copyTo(dst *Sketch) {
+	dst.seed, dst.size, dst.mask, dst.n, dst.distinct = s.seed, s.size, s.mask, s.n, s.distinct
+	copy(dst.counters, s.counters)
+	copy(dst.runs, s.runs)
+	dst.freeRuns = append(dst.freeRuns[:0], s.freeRuns...)
+	copy(dst.index, s.index)
+	copy(dst.keys, s.keys)
+}
+
 // Bytes is the memory the sketch holds, fixed at construction.
 func (s *Sketch) Bytes() int {
 	return len(s.counters)*int(unsafe.Sizeof(counter{})) + len(s.runs)*int(unsafe.Sizeof(run{})) +

@@ -30,6 +30,21 @@ func NewWindow(length int64, k int, seed maphash.Seed) *Window {
 	return &Window{seed: seed, length: max(length, 1), cur: NewSketch(k, seed), prev: NewSketch(k, seed)}
 }
 
+// CopyInto makes dst a copy of w and returns it; a new window when dst is
+// nil or holds another number of keys. Top and Distinct on the copy cost
+// the caller's lock on w only the copy, a few memory copies, while the
+// ranking, which builds a map of every key and sorts them, runs outside
+// it.
+func (w *Window) CopyInto(dst *Window) *Window {
+	if dst == nil || len(dst.cur.counters) != len(w.cur.counters) {
+		dst = NewWindow(w.length, len(w.cur.counters), w.seed)
+	}
+	dst.seed, dst.length, dst.start = w.seed, w.length, w.start
+	w.cur.copyTo(dst.cur)
+	w.prev.copyTo(dst.prev)
+	return dst
+}
+
 // Length is the window's length.
 func (w *Window) Length() int64 { return w.length }
 

@@ -1,9 +1,13 @@
 package topk
 
 import (
+	"fmt"
 	"hash/maphash"
+	"math/rand/v2"
+	"reflect"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestWindowSlides: the previous sub-window counts in proportion to how
@@ -82,4 +86,74 @@ func TestWindowHashBesideAdd(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// TestWindowCopyInto: a copy ranks and counts what the window does, and
+// goes on doing so while the window counts on; copying again into it
+// reuses it.
+func TestWindowCopyInto(t *testing.T) {
+	const length = int64(time.Minute)
+	w := NewWindow(length, 64, maphash.MakeSeed())
+	rng := rand.New(rand.NewPCG(3, 4))
+	add := func(from int64, n int) {
+		for i := range n {
+			key := []byte(fmt.Sprintf("k%d", rng.IntN(300)))
+			w.Add(key, w.Hash(key), uint8(i%3), from+int64(i)*int64(time.Millisecond))
+		}
+	}
+	add(0, 20_000)       // the first sub-window
+	add(length+1, 5_000) // the next: both hold counts
+	now := length + 1 + 5_000*int64(time.Millisecond)
+	c := w.CopyInto(nil)
+	want, wantDistinct := w.Top(now, 20), w.Distinct(now)
+	add(now, 5_000)
+	if got := c.Top(now, 20); !reflect.DeepEqual(got, want) {
+		t.Fatalf("the copy's top:\n%v\nthe window's when copied:\n%v", got, want)
+	}
+	if got := c.Distinct(now); got != wantDistinct {
+		t.Fatalf("the copy's distinct %d, the window's %d", got, wantDistinct)
+	}
+	if again := w.CopyInto(c); again != c {
+		t.Fatal("copying again into a copy of the same shape made a new window")
+	}
+	later := now + 5_000*int64(time.Millisecond)
+	if got, want := c.Top(later, 20), w.Top(later, 20); !reflect.DeepEqual(got, want) {
+		t.Fatalf("copied again, the copy's top:\n%v\nthe window's:\n%v", got, want)
+	}
+}
+
+// BenchmarkWindowCopyInto is what a ranking of THROTTLE.TOP's window
+// (topCounters keys a sub-window, keys as long as MaxKeyLen) holds the
+// refusals' lock for; BenchmarkWindowTop is the ranking it no longer holds
+// it for.
+func BenchmarkWindowCopyInto(b *testing.B) {
+	w := fullWindow()
+	c := w.CopyInto(nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		c = w.CopyInto(c)
+	}
+}
+
+func BenchmarkWindowTop(b *testing.B) {
+	w := fullWindow()
+	b.ReportAllocs()
+	for b.Loop() {
+		w.Top(int64(time.Minute)+1, 10)
+	}
+}
+
+// fullWindow is a window of 1,024 keys a sub-window, both full of keys of
+// MaxKeyLen bytes.
+func fullWindow() *Window {
+	const length = int64(time.Minute)
+	w := NewWindow(length, 1024, maphash.MakeSeed())
+	key := make([]byte, MaxKeyLen)
+	for _, from := range []int64{0, length} {
+		for i := range 4096 {
+			copy(key, fmt.Sprintf("%0256d", i))
+			w.Add(key, w.Hash(key), 0, from+int64(i))
+		}
+	}
+	return w
 }
