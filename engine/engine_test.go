@@ -234,6 +234,12 @@ func TestBackgroundSweepStops(t *testing.T) {
 	e := New(Options{SweepInterval: time.Millisecond})
 	e.Throttle(nil, []byte("k"), quota, 1)
 	e.Close()
+	// Close waits for the sweep: its goroutine has ended when Close returns.
+	select {
+	case <-e.done:
+	default:
+		t.Fatal("Close returned before the background sweep ended")
+	}
 	e.Close() // idempotent
 }
 

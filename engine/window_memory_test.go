@@ -125,7 +125,9 @@ func TestKeyMemoryBeyondName(t *testing.T) {
 		for _, c := range cases {
 			got := keyMemory(t, n, c.f, 1, 1_000) - nameLen
 			t.Logf("%9d keys: %-22s %6.1f bytes a key beyond its name", n, c.name, got)
-			if c.f == FamilyCL && n == 1_000_000 && got > 64 {
+			// The bound holds at every size measured: under -race (the
+			// test command) only the 100,000-key case runs.
+			if c.f == FamilyCL && got > 64 {
 				t.Errorf("a CL key costs %.1f bytes beyond its name at %d keys, over 64", got, n)
 			}
 		}
