@@ -2,6 +2,7 @@ package rls
 
 import (
 	"context"
+	"time"
 
 	"github.com/cellserver/cellserver/engine"
 )
@@ -10,7 +11,9 @@ import (
 // is recorded only if every rule admits its own (quantities[i] for
 // rules[i]; 0 checks without recording). each[i] receives rule i's own
 // decision. Rules name distinct keys. Both the in-memory engine
-// (EngineDecider) and shared mode's store (StoreDecider) are Deciders.
+// (EngineDecider) and shared mode's store (StoreDecider) are Deciders. A
+// Decider with a method Now() time.Time decides at that clock (the service
+// reads it for a fixed window's end); one without it, at time.Now.
 type Decider interface {
 	DecideAll(ctx context.Context, rules []engine.Rule, quantities []int64, each []engine.Decision) (engine.Decision, error)
 }
@@ -20,6 +23,10 @@ type Decider interface {
 func EngineDecider(e *engine.Engine) Decider { return engineDecider{e} }
 
 type engineDecider struct{ e *engine.Engine }
+
+// Now is the engine's clock, which the service reads for a fixed window's
+// end when nothing is counted in it.
+func (d engineDecider) Now() time.Time { return d.e.Now() }
 
 func (d engineDecider) DecideAll(_ context.Context, rules []engine.Rule, quantities []int64, each []engine.Decision) (engine.Decision, error) {
 	return d.e.ThrottleAllEach(nil, rules, quantities, each)

@@ -94,8 +94,11 @@ func (m *serviceMetrics) descriptor(domain string, l *Limit, hits int64, d engin
 		c.over.Add(n)
 	default:
 		c.within.Add(n)
-		if d.Limit > 0 && float64(d.Limit-d.Remaining) > nearLimitRatio*float64(d.Limit) {
-			c.near.Add(n)
+		// Of the hits, those past the threshold are near the limit, as
+		// envoyproxy/ratelimit counts them.
+		threshold := int64(nearLimitRatio * float64(d.Limit))
+		if used := d.Limit - d.Remaining; d.Limit > 0 && used > threshold {
+			c.near.Add(min(n, uint64(used-threshold)))
 		}
 	}
 }

@@ -108,3 +108,27 @@ func TestCollectDoesNotBlockCounting(t *testing.T) {
 	<-done
 	<-counted
 }
+
+// TestNearLimitCountsHitsPastThreshold: near_limit counts the hits past
+// 80% of the limit, as envoyproxy/ratelimit's checkNearLimitThreshold
+// does, not every hit of a request that ends past it.
+func TestNearLimitCountsHitsPastThreshold(t *testing.T) {
+	ts := startService(t, Options{})
+	for _, c := range []struct {
+		value  string
+		addend uint64
+	}{
+		{"n1", 5},  // 5 of 10: not near
+		{"n1", 4},  // 9 of 10: the 9th hit is past 8
+		{"n2", 10}, // 10 of 10: the 9th and the 10th
+	} {
+		resp := ts.call(t, &rlsv3.RateLimitRequest{Domain: "test", Descriptors: []*ratelimitv3.RateLimitDescriptor{withAddend(desc("many", c.value), c.addend)}})
+		if resp.OverallCode != ok {
+			t.Fatalf("%s +%d: %v", c.value, c.addend, resp)
+		}
+	}
+	m := ts.svc.metrics.counters(seriesKey{"test", "many"})
+	if m.near.Load() != 3 || m.within.Load() != 19 {
+		t.Errorf("near %d within %d, want 3 and 19", m.near.Load(), m.within.Load())
+	}
+}

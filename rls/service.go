@@ -239,6 +239,7 @@ func (s *Service) decide(ctx context.Context, req *rlsv3.RateLimitRequest) (*rls
 	resp := &rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OK,
 		Statuses: make([]*rlsv3.RateLimitResponse_DescriptorStatus, len(slots))}
 	var headerFrom *rlsv3.RateLimitResponse_DescriptorStatus
+	now := s.now()
 	for i := range slots {
 		sl := &slots[i]
 		st := &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK}
@@ -263,7 +264,13 @@ func (s *Service) decide(ctx context.Context, req *rlsv3.RateLimitRequest) (*rls
 		if d.Limited {
 			st.LimitRemaining = 0 // as envoyproxy/ratelimit, whatever the hit would have left
 		}
-		st.DurationUntilReset = durationpb.New(time.Duration(max(d.ResetAfter, 0)))
+		reset := d.ResetAfter
+		if w := sl.limit.Rule.Window.Window; reset <= 0 && sl.limit.Rule.Family == engine.FamilyFW && w > 0 {
+			// Nothing counted in the window: it ends all the same (windows
+			// are aligned to the epoch), as envoyproxy/ratelimit says.
+			reset = w - now.UnixNano()%w
+		}
+		st.DurationUntilReset = durationpb.New(time.Duration(max(reset, 0)))
 		s.metrics.descriptor(req.Domain, sl.limit, sl.qty, d)
 		// The headers come from the descriptor with the least left, or
 		// from the last one over its limit, as envoyproxy/ratelimit's do.
@@ -284,6 +291,15 @@ func (s *Service) decide(ctx context.Context, req *rlsv3.RateLimitRequest) (*rls
 		}
 	}
 	return resp, nil
+}
+
+// now is the time the Decider decides at: its clock when it has one
+// (EngineDecider: the engine's), else time.Now.
+func (s *Service) now() time.Time {
+	if c, ok := s.opts.Decider.(interface{ Now() time.Time }); ok {
+		return c.Now()
+	}
+	return time.Now()
 }
 
 // decideRules decides the enforced rules all or nothing. When another

@@ -304,3 +304,33 @@ func TestReplacesUnlimited(t *testing.T) {
 		t.Errorf("unmatched descriptor: %v", st)
 	}
 }
+
+// TestFixedWindowResetWithNothingCounted: a fixed window's
+// duration_until_reset, and the Reset header, are the time to the window's
+// end even when nothing is counted in it (a hit larger than the limit, a
+// check with hits_addend 0, a descriptor held back by another), as
+// envoyproxy/ratelimit's CalculateReset always says; never 0.
+func TestFixedWindowResetWithNothingCounted(t *testing.T) {
+	ts := startService(t, Options{ResponseHeaders: true})
+	ts.clock.Advance(15 * time.Second) // 45 s left in the minute
+	for _, c := range []struct {
+		name string
+		ds   []*ratelimitv3.RateLimitDescriptor
+	}{
+		{"hit over the limit", []*ratelimitv3.RateLimitDescriptor{withAddend(desc("user", "r1"), 5)}},
+		{"check", []*ratelimitv3.RateLimitDescriptor{withAddend(desc("user", "r2"), 0)}},
+		{"held back", []*ratelimitv3.RateLimitDescriptor{desc("user", "r3"), withAddend(desc("many", "r3"), 11)}},
+	} {
+		resp := ts.call(t, &rlsv3.RateLimitRequest{Domain: "test", Descriptors: c.ds})
+		for i, st := range resp.Statuses {
+			if got := st.DurationUntilReset.AsDuration(); got != 45*time.Second {
+				t.Errorf("%s: status %d duration_until_reset %v, want 45s", c.name, i, got)
+			}
+		}
+		for _, h := range resp.ResponseHeadersToAdd {
+			if h.Key == DefaultResetHeader && h.Value != "45" {
+				t.Errorf("%s: %s: %s, want 45", c.name, h.Key, h.Value)
+			}
+		}
+	}
+}

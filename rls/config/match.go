@@ -32,7 +32,7 @@ func (c *Config) Match(domain string, entries []Entry) (limit *Limit, key string
 	for i, e := range entries {
 		finalKey := e.Key + "_" + e.Value
 		detailed.WriteString(".")
-		detailed.WriteString(keyValue(e))
+		detailed.WriteString(e.Key + "_" + shortValue(e.Value)) // "key_" for an empty value, as envoyproxy/ratelimit's
 		next := level.children[finalKey]
 		wildcard := ""
 		if next == nil {

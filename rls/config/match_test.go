@@ -129,6 +129,9 @@ func TestMatch(t *testing.T) {
 				}
 			}},
 		{"detailed_metric", "d", e("detail", "v1"), 10, UnitMinute, "d.detail_v1", "rls:fw:{d}|detail=v1", nil},
+		// envoyproxy/ratelimit's detailed metric key has "key_value" for
+		// every entry, "key_" for an empty value.
+		{"detailed_metric, empty value", "d", e("detail", ""), 10, UnitMinute, "d.detail_", "rls:fw:{d}|detail=", nil},
 		{"value_to_metric", "d", e("v2m", "v1"), 10, UnitMinute, "d.v2m_v1", "rls:fw:{d}|v2m=v1", nil},
 		{"sliding window, multiplier", "d", e("algo", "sw"), 7, UnitMinute, "d.algo_sw", "rls:sw:{d}|algo=sw",
 			func(t *testing.T, l *Limit) {
