@@ -59,13 +59,7 @@ func TestRunJSONWaitsForLoad(t *testing.T) {
 		t.Errorf("/json while loading: %d, want 503 (200 admits a second request under a limit of 1 an hour)", code)
 	}
 	store.Resume()
-	select {
-	case <-ready:
-	case code := <-done:
-		t.Fatalf("exited with %d instead of loading", code)
-	case <-time.After(10 * time.Second):
-		t.Fatal("not serving 10s after the store came back")
-	}
+	awaitServing(t, ready, done)
 	if code := postJSON(t, second); code != http.StatusTooManyRequests {
 		t.Errorf("/json once loaded: %d, want 429", code)
 	}

@@ -49,6 +49,20 @@ func startLoading(t *testing.T, args []string, metricsAddr string) (first int, r
 	}
 }
 
+// awaitServing waits for a server startLoading started to serve, once its
+// store answers: it fails the test if the server exits instead, or does
+// not serve within 10 s.
+func awaitServing(t *testing.T, ready <-chan net.Addr, done <-chan int) {
+	t.Helper()
+	select {
+	case <-ready:
+	case code := <-done:
+		t.Fatalf("exited with %d instead of loading", code)
+	case <-time.After(10 * time.Second):
+		t.Fatal("not serving 10s after the store came back")
+	}
+}
+
 // TestReadyz: /readyz for each state of the backing store. It is 503 only
 // while the start-up load is under way; an instance that serves from memory
 // because its store is down is ready, so that a store outage takes no
@@ -110,13 +124,7 @@ func TestReadyz(t *testing.T) {
 				t.Errorf("/readyz = %d while loading, want 503", first)
 			}
 			store.Resume()
-			select {
-			case <-ready:
-			case code := <-done:
-				t.Fatalf("exited with %d instead of loading", code)
-			case <-time.After(10 * time.Second):
-				t.Fatal("not serving 10s after the store came back")
-			}
+			awaitServing(t, ready, done)
 			if code := readyz(t, metricsAddr); code != http.StatusOK {
 				t.Errorf("/readyz = %d once loaded, want 200", code)
 			}

@@ -15,107 +15,99 @@ import (
 	"github.com/cellserver/cellserver/persist/redistest"
 )
 
+// mainProcess is cellserver's real process, run by the test binary
+// (runMainEnv), with its JSON log read line by line.
+type mainProcess struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	logs *bufio.Reader
+}
+
+// startMain starts the process with args; the test's end kills it.
+func startMain(t *testing.T, args ...string) *mainProcess {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		testenv.SkipOrFail(t, fmt.Sprintf("cannot find the test binary: %v", err))
+	}
+	cmd := exec.Command(exe, append([]string{"--log-format", "json"}, args...)...)
+	cmd.Env = append(os.Environ(), runMainEnv+"=1")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	return &mainProcess{t: t, cmd: cmd, logs: bufio.NewReader(stderr)}
+}
+
+// next reads the log until msg, and fails the test if it ends first.
+func (p *mainProcess) next(msg string) {
+	p.t.Helper()
+	for {
+		b, err := p.logs.ReadBytes('\n')
+		if err != nil {
+			p.t.Fatalf("log ended before %q: %v; exit: %v", msg, err, p.cmd.Wait())
+		}
+		var line struct{ Msg string }
+		json.Unmarshal(b, &line)
+		if line.Msg == msg {
+			return
+		}
+	}
+}
+
+// signal sends sig and gives its default action, which nothing waits for,
+// time to act.
+func (p *mainProcess) signal(sig os.Signal) {
+	p.t.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		p.t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+}
+
+// stop sends SIGTERM and fails the test unless the process exits 0.
+func (p *mainProcess) stop() {
+	p.t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		p.t.Fatal(err)
+	}
+	rest, _ := io.ReadAll(p.logs)
+	if err := p.cmd.Wait(); err != nil {
+		p.t.Errorf("exit: %v, want status 0; log:\n%s", err, rest)
+	}
+}
+
 // TestSignalsSIGHUPWhileLoading runs the real process with --rls-config,
 // whose reload signal is SIGHUP, and sends it one while the backing store
 // loads: the process goes on and starts once the store answers. SIGHUP's
 // default action, which killed it (status 129), held until the rate limit
 // service started serving after the load.
 func TestSignalsSIGHUPWhileLoading(t *testing.T) {
-	exe, err := os.Executable()
-	if err != nil {
-		testenv.SkipOrFail(t, fmt.Sprintf("cannot find the test binary: %v", err))
-	}
 	store := redistest.Start(t)
 	path := t.TempDir() + "/d.yaml"
 	if err := os.WriteFile(path, []byte("domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unit: hour, requests_per_unit: 1 }\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	store.Pause()
-	cmd := exec.Command(exe, "--addr", "127.0.0.1:0", "--log-format", "json", "--backing-redis", store.URL(),
-		"--rls-addr", "127.0.0.1:0", "--rls-config", path)
-	cmd.Env = append(os.Environ(), runMainEnv+"=1")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		cmd.Process.Kill()
-		store.Resume()
-	}()
-	logs := bufio.NewReader(stderr)
-	// next reads the log until msg, and fails the test if it ends first.
-	next := func(msg string) {
-		t.Helper()
-		for {
-			b, err := logs.ReadBytes('\n')
-			if err != nil {
-				t.Fatalf("log ended before %q: %v; exit: %v", msg, err, cmd.Wait())
-			}
-			var line struct{ Msg string }
-			json.Unmarshal(b, &line)
-			if line.Msg == msg {
-				return
-			}
-		}
-	}
-	next("loading the backing store")
-	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(200 * time.Millisecond) // a signal's default action is not waited for
+	defer store.Resume()
+	p := startMain(t, "--addr", "127.0.0.1:0", "--backing-redis", store.URL(), "--rls-addr", "127.0.0.1:0", "--rls-config", path)
+	p.next("loading the backing store")
+	p.signal(syscall.SIGHUP)
 	store.Resume()
-	next("cellserver started")
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	rest, _ := io.ReadAll(logs)
-	if err := cmd.Wait(); err != nil {
-		t.Errorf("exit: %v, want status 0; log:\n%s", err, rest)
-	}
+	p.next("cellserver started")
+	p.stop()
 }
 
 // TestSignalsSIGHUPIgnored runs the real process without --rls-config and
 // sends it SIGHUP: it goes on serving, as Redis does, and a SIGTERM then
 // ends it with status 0. SIGHUP's default action ended it (status 129).
 func TestSignalsSIGHUPIgnored(t *testing.T) {
-	exe, err := os.Executable()
-	if err != nil {
-		testenv.SkipOrFail(t, fmt.Sprintf("cannot find the test binary: %v", err))
-	}
-	cmd := exec.Command(exe, "--addr", "127.0.0.1:0", "--log-format", "json")
-	cmd.Env = append(os.Environ(), runMainEnv+"=1")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	logs := bufio.NewReader(stderr)
-	for {
-		b, err := logs.ReadBytes('\n')
-		if err != nil {
-			t.Fatalf("log ended before the start: %v; exit: %v", err, cmd.Wait())
-		}
-		var line struct{ Msg string }
-		json.Unmarshal(b, &line)
-		if line.Msg == "cellserver started" {
-			break
-		}
-	}
-	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(200 * time.Millisecond) // a signal's default action is not waited for
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	rest, _ := io.ReadAll(logs)
-	if err := cmd.Wait(); err != nil {
-		t.Errorf("exit: %v, want status 0; log:\n%s", err, rest)
-	}
+	p := startMain(t, "--addr", "127.0.0.1:0")
+	p.next("cellserver started")
+	p.signal(syscall.SIGHUP)
+	p.stop()
 }
