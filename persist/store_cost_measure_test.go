@@ -96,10 +96,15 @@ func TestStoreCostPerKey(t *testing.T) {
 		}
 	}
 	for _, shape := range shapes {
-		s := slices.Clone(perKey[shape])
-		slices.Sort(s)
-		t.Logf("%-4s median %.2f µs of store CPU a key (blocks: %.2f)", shape, s[len(s)/2], perKey[shape])
+		logMedian(t, shape, perKey[shape])
 	}
+}
+
+// logMedian logs the median of a shape's blocks, in µs of store CPU a key.
+func logMedian(t *testing.T, name string, blocks []float64) {
+	s := slices.Clone(blocks)
+	slices.Sort(s)
+	t.Logf("%-10s median %.2f µs of store CPU a key (blocks: %.2f)", name, s[len(s)/2], blocks)
 }
 
 // runStoreCall sends one script call (runCAS) and fails the test unless
@@ -244,8 +249,6 @@ func TestStoreScriptParts(t *testing.T) {
 		}
 	}
 	for i, p := range parts {
-		s := slices.Clone(perKey[i])
-		slices.Sort(s)
-		t.Logf("%-10s median %.2f µs of store CPU a key (blocks: %.2f)", p.name, s[len(s)/2], perKey[i])
+		logMedian(t, p.name, perKey[i])
 	}
 }
