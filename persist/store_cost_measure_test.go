@@ -39,22 +39,10 @@ import (
 func TestStoreCostPerKey(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client(t)
-	ctx := context.Background()
 	pid := srv.PID()
 	const nkeys, perCall, calls, blocks = 100_000, 370, 700, 8
-	keys := make([]string, nkeys)
-	vals := make([]uint64, nkeys)
 	exp := time.Now().Add(time.Hour).UnixMilli()
-	pipe := c.Pipeline()
-	for i := range keys {
-		keys[i] = fmt.Sprintf("bench:shared:shcl:%d", i)
-		vals[i] = uint64(time.Now().UnixNano())
-		pipe.Set(ctx, keys[i], strconv.FormatUint(vals[i], 10), 0)
-		pipe.PExpireAt(ctx, keys[i], time.UnixMilli(exp))
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		t.Fatal(err)
-	}
+	keys, vals := storeCLKeys(t, c, nkeys, exp)
 	rng := rand.New(rand.NewPCG(1, 2))
 	shapes := []string{"set", "keep", "new", "new-nx"}
 	perKey := map[string][]float64{}
@@ -98,6 +86,23 @@ func TestStoreCostPerKey(t *testing.T) {
 	for _, shape := range shapes {
 		logMedian(t, shape, perKey[shape])
 	}
+}
+
+// storeCLKeys writes n CL keys, each a TAT of now expiring at exp (PXAT),
+// and returns their names and values.
+func storeCLKeys(t *testing.T, c *redis.Client, n int, exp int64) ([]string, []uint64) {
+	ctx := context.Background()
+	keys, vals := make([]string, n), make([]uint64, n)
+	pipe := c.Pipeline()
+	for i := range keys {
+		keys[i] = fmt.Sprintf("bench:shared:shcl:%d", i)
+		vals[i] = uint64(time.Now().UnixNano())
+		pipe.Do(ctx, "SET", keys[i], strconv.FormatUint(vals[i], 10), "PXAT", exp)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return keys, vals
 }
 
 // logMedian logs the median of a shape's blocks, in µs of store CPU a key.
@@ -171,18 +176,9 @@ func TestStoreScriptParts(t *testing.T) {
 	ctx := context.Background()
 	pid := srv.PID()
 	const nkeys, perCall, calls, blocks = 100_000, 370, 500, 6
-	keys := make([]string, nkeys)
-	vals := make([]uint64, nkeys)
-	exp := strconv.FormatInt(time.Now().Add(time.Hour).UnixMilli(), 10)
-	pipe := c.Pipeline()
-	for i := range keys {
-		keys[i] = fmt.Sprintf("bench:shared:shcl:%d", i)
-		vals[i] = uint64(time.Now().UnixNano())
-		pipe.Do(ctx, "SET", keys[i], strconv.FormatUint(vals[i], 10), "PXAT", exp)
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		t.Fatal(err)
-	}
+	expMs := time.Now().Add(time.Hour).UnixMilli()
+	keys, vals := storeCLKeys(t, c, nkeys, expMs)
+	exp := strconv.FormatInt(expMs, 10)
 	const decode = `local a = cjson.decode(ARGV[1]) `
 	const mget = decode + `local v = redis.call('MGET', unpack(KEYS)) `
 	parts := []struct{ name, src string }{
