@@ -181,7 +181,7 @@ func parseConfig(args []string, env func(string) string, stderr io.Writer) (conf
 	}
 	fs.BoolVar(&cfg.showVersion, "version", false, "print the version and exit")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: cellserver [flags] [ping]\n\ncellserver speaks the Redis protocol and answers rate-limit commands:\nCL.THROTTLE (redis-cell's GCRA), SW.THROTTLE (sliding log), SWC.THROTTLE (sliding counter),\nFW.THROTTLE (fixed window) and THROTTLE.ALL (several limits, all or nothing).\n"+
+		fmt.Fprintf(fs.Output(), "Usage: cellserver [flags] [ping]\n\ncellserver speaks the Redis protocol and answers rate-limit commands:\nCL.THROTTLE (redis-cell's GCRA), SW.THROTTLE (sliding log), SWC.THROTTLE (sliding counter),\nFW.THROTTLE (fixed window), LB.THROTTLE (pacing: a departure time) and THROTTLE.ALL (several\nlimits, all or nothing); SW.LOG reads a sliding log, THROTTLE.TOP who is being limited.\n"+
 			"With ping, it checks instead that the server the same flags and environment configure answers PING (exit 0) or not (exit 1).\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
