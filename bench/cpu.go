@@ -8,7 +8,7 @@ import (
 )
 
 // processCPU is the CPU time, user and system, that process pid has used
-// in all its threads, in µs (procstat.CPU: /proc counts it in 10 ms ticks,
+// in all its threads, in µs (procstat.CPU: /proc counts it in clock ticks, usually 10 ms,
 // so a run should take seconds). It is NaN where it cannot be read: no
 // such process, no /proc (not Linux).
 func processCPU(pid int) float64 {

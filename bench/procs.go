@@ -222,7 +222,9 @@ func (s *supervisor) startRedis(ctx context.Context, path, module, dir string) (
 		}
 		p.addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 		if lastErr = waitPing(ctx, p); lastErr == nil {
-			return p, nil
+			if lastErr = checkAnswers(ctx, p); lastErr == nil {
+				return p, nil
+			}
 		}
 		s.stopOne(p)
 		if ctx.Err() != nil {
@@ -230,6 +232,23 @@ func (s *supervisor) startRedis(ctx context.Context, path, module, dir string) (
 		}
 	}
 	return nil, lastErr
+}
+
+// checkAnswers checks that the Redis answering at p.addr is p, by the
+// process_id of its INFO: a server that took the port between freePort and
+// p's start answers PING too, while p fails to bind it and exits, and its
+// figures would be taken for p's, its CPU time read from p's exited PID.
+func checkAnswers(ctx context.Context, p *process) error {
+	rdb := newClient(p.addr, 1)
+	defer rdb.Close()
+	info, err := readInfo(ctx, rdb, "server")
+	if err != nil {
+		return p.failure(err)
+	}
+	if id := info["process_id"]; id != strconv.Itoa(p.pid()) {
+		return p.failure(fmt.Errorf("%s is answered by process %s, not by process %d: another server took the port", p.addr, id, p.pid()))
+	}
+	return nil
 }
 
 // freePort returns a loopback port that was free a moment ago.

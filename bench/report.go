@@ -237,7 +237,7 @@ func (rep *report) String() string {
 			cmdRows = append(cmdRows, []string{"  " + tc.name, tc.displayCommand()})
 		}
 		b.WriteString(formatTable([]column{{title: "", left: true}, {title: "", left: true}}, cmdRows))
-		b.WriteString("CPU µs/req is the CPU time (utime + stime in /proc/PID/stat, in 10 ms ticks) the server used during the run,\n" +
+		b.WriteString("CPU µs/req is the CPU time (utime + stime in /proc/PID/stat, in clock ticks, usually 10 ms) the server used during the run,\n" +
 			"per request; CPU ratios compare it, a shared-mode row counting its store's too. On a shared machine it is\n" +
 			"steadier than requests/s, which moves with what else runs.\n")
 		b.WriteString("GCRA.lua is redis-cell's GCRA as a script (GET + SET PX); ZSET.lua the hand-written sliding window\n" +

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -192,5 +193,44 @@ func checkNoChildren(t *testing.T) {
 		if len(f) >= 2 && f[1] == me {
 			t.Errorf("a child is left behind: %s", strings.TrimSpace(s[:end+1]))
 		}
+	}
+}
+
+// TestStartRedisRefusesAnotherServersPort: the port startRedis picks was
+// free a moment before; a server that takes it in between answers PING as
+// well, while the redis-server bench started fails to bind it and exits.
+// startRedis must not take that server for its own: every Redis row would
+// measure it, and read the CPU time of a process that has exited.
+func TestStartRedisRefusesAnotherServersPort(t *testing.T) {
+	real := needTool(t, "redis-server")
+	needTool(t, "redis-cli")
+	dir := t.TempDir()
+	// The fake redis-server lets another redis-server take its port ($2,
+	// --port's value), waits until that one answers, and fails to bind.
+	fake := filepath.Join(dir, "redis-server")
+	script := "#!/bin/sh\nport=$2\n" +
+		real + " --port $port --bind 127.0.0.1 --save '' --appendonly no --daemonize yes --logfile '' --dir " + dir +
+		" --pidfile " + dir + "/other-$port.pid\n" +
+		"until [ \"$(redis-cli -p $port ping 2>/dev/null)\" = PONG ]; do sleep 0.01; done\n" +
+		"echo \"Could not create server TCP listening socket 127.0.0.1:$port: bind: Address already in use\"\nexit 1\n"
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { // the other servers are not bench's children
+		pidFiles, _ := filepath.Glob(filepath.Join(dir, "other-*.pid"))
+		for _, f := range pidFiles {
+			b, _ := os.ReadFile(f)
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				if proc, err := os.FindProcess(pid); err == nil {
+					proc.Kill()
+				}
+			}
+		}
+	})
+	sup := newSupervisor(io.Discard)
+	t.Cleanup(sup.stopAll)
+	p, err := sup.startRedis(context.Background(), fake, "", dir)
+	if err == nil {
+		t.Errorf("startRedis took the server at %s for the one it started (exited: %v)", p.addr, p.exited())
 	}
 }
