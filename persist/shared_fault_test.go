@@ -1,7 +1,10 @@
 package persist
 
 import (
+	"bytes"
 	"context"
+	"io"
+	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -201,5 +204,83 @@ func TestSharedStartsDown(t *testing.T) {
 	waitFor(t, "back", func() bool { return !s.Stats().StoreDown })
 	if a := wait(t, throttleAsync(s, "k", clQuota, 1)); a.err != nil || a.res.Remaining != 4 {
 		t.Fatalf("after the store came back: %+v, want the store's state (none)", a)
+	}
+}
+
+// cutConn is a connection to the store that, once armed, lets the next
+// script call through to the store and then drops the connection instead
+// of delivering the store's reply: the call was carried out, its reply
+// lost.
+type cutConn struct {
+	net.Conn
+	armed *atomic.Bool
+	cut   bool // a script call was written while armed: cut at the reply
+}
+
+func (c *cutConn) Write(p []byte) (int, error) {
+	if bytes.Contains(bytes.ToLower(p), []byte("evalsha")) && c.armed.CompareAndSwap(true, false) {
+		c.cut = true
+	}
+	return c.Conn.Write(p)
+}
+
+func (c *cutConn) Read(p []byte) (int, error) {
+	if !c.cut {
+		return c.Conn.Read(p)
+	}
+	if _, err := c.Conn.Read(p); err != nil { // the store has answered
+		return 0, err
+	}
+	c.Conn.Close()
+	return 0, io.EOF
+}
+
+// TestSharedLostReplyAppliedOnce: a refund whose script call the store
+// carried out but whose reply was lost with its connection is applied once,
+// not once more by the client sending the call again (it would conflict
+// with its own write and be decided again): the key then admits one
+// request more, not two.
+func TestSharedLostReplyAppliedOnce(t *testing.T) {
+	srv := redistest.Start(t)
+	var armed atomic.Bool
+	opts, err := storeOptions(srv.URL()) // NewStoreClient's
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &cutConn{Conn: conn, armed: &armed}, nil
+	}
+	c := redis.NewUniversalClient(opts)
+	t.Cleanup(func() { c.Close() })
+	s := NewShared(c, SharedOptions{Local: engine.New(engine.Options{SweepInterval: -1}),
+		Timeout: 5 * time.Second, NoDenyCache: true})
+	startShared(t, s)
+	for i := range 5 {
+		if a := wait(t, throttleAsync(s, "k", clQuota, 1)); a.err != nil || a.res.Limited {
+			t.Fatalf("call %d: %+v", i+1, a)
+		}
+	}
+	armed.Store(true)
+	wait(t, throttleAsync(s, "k", clQuota, -1)) // by the store, or locally if the cut says it is down
+	if armed.Load() {
+		t.Fatal("the refund's call was not cut")
+	}
+	waitFor(t, "the store", func() bool { return !s.Stats().StoreDown })
+	admitted := 0
+	for range 3 {
+		a := wait(t, throttleAsync(s, "k", clQuota, 1))
+		if a.err != nil {
+			t.Fatal(a.err)
+		}
+		if !a.res.Limited {
+			admitted++
+		}
+	}
+	if st := s.Stats(); admitted != 1 {
+		t.Errorf("%d admitted after one refund, want 1; stats %+v", admitted, st)
 	}
 }

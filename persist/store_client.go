@@ -20,7 +20,7 @@ const clusterProbeTimeout = time.Second
 // taken as the address says, a single Redis, for the client's life:
 // unsure reports it.
 func NewStoreClient(ctx context.Context, rawURL string) (client redis.UniversalClient, unsure bool, err error) {
-	opts, err := ParseURL(rawURL)
+	opts, err := storeOptions(rawURL)
 	if err != nil {
 		return nil, false, err
 	}
@@ -40,4 +40,18 @@ func NewStoreClient(ctx context.Context, rawURL string) (client redis.UniversalC
 	}
 	single.Close()
 	return redis.NewClusterClient(opts.Cluster()), false, nil
+}
+
+// storeOptions is ParseURL for shared mode's client, which never sends a
+// command again after its connection failed: the store may have carried
+// out a compare-and-set whose reply was lost, and sent again it would
+// conflict with its own write and have its decisions (a refund among them)
+// made and applied a second time. Shared marks the store down instead.
+func storeOptions(rawURL string) (*redis.UniversalOptions, error) {
+	opts, err := ParseURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	opts.MaxRetries = -1
+	return opts, nil
 }
