@@ -90,6 +90,20 @@ func (s *shard) makeRoom(cost, outlive, nowMs int64) bool {
 	return true
 }
 
+// makeRoomFor brings the shard back within its budget after ent grew (an
+// SW key's ring): it evicts the other keys, the soonest to expire first, as
+// makeRoom does for a new key, and keeps ent, pinning it meanwhile. A
+// shard whose budget its pinned keys fill on their own stays over it.
+func (s *shard) makeRoomFor(ent *entry, nowMs int64) {
+	if s.fits(0) {
+		return
+	}
+	pinned := ent.pinned()
+	ent.setPinned(true)
+	s.makeRoom(0, anyExpiry, nowMs)
+	ent.setPinned(pinned)
+}
+
 // anyExpiry is makeRoom's outlive for a new key that may evict any other.
 const anyExpiry = math.MaxInt64
 

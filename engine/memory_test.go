@@ -301,3 +301,34 @@ func TestThrottleExistingKeyAllocsBounded(t *testing.T) {
 		t.Errorf("Throttle on an existing key under MaxMemory: %v allocs, want 0", allocs)
 	}
 }
+
+// TestBudgetHoldsGrowingLog: an SW key's ring that grows past its shard's
+// budget makes room as a new key does, by evicting the keys that expire
+// soonest (never the growing key), so that Used stays within MaxMemory.
+func TestBudgetHoldsGrowingLog(t *testing.T) {
+	c := NewManualClock(time.Unix(0, start))
+	maxMemory := keyCost(FamilySW, 1) + 4*8 + 2*keyCost(FamilyCL, 1) // the log's first ring holds 4
+	e := New(Options{Now: c.Now, SweepInterval: -1, Shards: 1, MaxMemory: maxMemory})
+	defer e.Close()
+	sw := Rule{Key: []byte("s"), Family: FamilySW, Window: WindowQuota{Limit: 100, Window: 60e9}}
+	if _, err := e.ThrottleWindow(nil, sw, 1); err != nil {
+		t.Fatal(err)
+	}
+	hit(t, e, "a", 1) // expires in 2s
+	hit(t, e, "b", 2) // 4s
+	if got := e.Used(); got != maxMemory {
+		t.Fatalf("Used = %d, want %d: the budget is full", got, maxMemory)
+	}
+	for range 4 { // the fifth request grows the ring to 8
+		if _, err := e.ThrottleWindow(nil, sw, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := e.Used(); got > maxMemory {
+		t.Errorf("Used = %d, over MaxMemory %d", got, maxMemory)
+	}
+	if got := fmt.Sprint(held(e)); got != "[b s]" || e.EvictedKeys() != 1 {
+		t.Errorf("held %s, evicted %d; want [b s] and 1: a expires first", got, e.EvictedKeys())
+	}
+	checkShard(t, e.shards[0])
+}

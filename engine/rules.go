@@ -256,6 +256,9 @@ func (e *Engine) commit(v *verdict, r Rule, now, qty int64) error {
 		log := s.log(ent)
 		if grew := s.logs.apply(log, view, now, qty, r.Window.Limit); grew != 0 {
 			s.used.Add(grew) // an atomic add, spared when the ring kept its size
+			if grew > 0 {
+				s.makeRoomFor(ent, nowMs)
+			}
 		}
 		if log.size == 0 {
 			s.removeKey(r.Key, nowMs)
