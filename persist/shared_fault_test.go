@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -242,8 +243,27 @@ func (c *cutConn) Read(p []byte) (int, error) {
 // request more, not two.
 func TestSharedLostReplyAppliedOnce(t *testing.T) {
 	srv := redistest.Start(t)
+	lostReplyAppliedOnce(t, srv.URL(), false)
+}
+
+// TestSharedLostReplyAppliedOnceCluster: the same on a Redis Cluster,
+// whose client sends a node's pipeline again after its connection dropped
+// (as it follows MOVED and ASK, which no option separates): the call's
+// token makes the store answer the call sent again with the reply it lost.
+func TestSharedLostReplyAppliedOnceCluster(t *testing.T) {
+	nodes := redistest.StartCluster(t, 3)
+	addrs := make([]string, len(nodes))
+	for i, n := range nodes {
+		addrs[i] = n.Addr
+	}
+	lostReplyAppliedOnce(t, "redis://"+strings.Join(addrs, ","), true)
+}
+
+// lostReplyAppliedOnce runs a refund whose call's reply is lost, on the
+// store at url, through NewStoreClient's options.
+func lostReplyAppliedOnce(t *testing.T, url string, cluster bool) {
 	var armed atomic.Bool
-	opts, err := storeOptions(srv.URL()) // NewStoreClient's
+	opts, err := storeOptions(url) // NewStoreClient's
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +274,10 @@ func TestSharedLostReplyAppliedOnce(t *testing.T) {
 		}
 		return &cutConn{Conn: conn, armed: &armed}, nil
 	}
-	c := redis.NewUniversalClient(opts)
+	var c redis.UniversalClient = redis.NewClient(opts.Simple())
+	if cluster {
+		c = newStoreClusterClient(opts)
+	}
 	t.Cleanup(func() { c.Close() })
 	s := NewShared(c, SharedOptions{Local: engine.New(engine.Options{SweepInterval: -1}),
 		Timeout: 5 * time.Second, NoDenyCache: true})

@@ -2,6 +2,7 @@ package persist
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 
@@ -17,29 +18,66 @@ const clusterProbeTimeout = time.Second
 // says it is a cluster node (cluster_enabled:1, as behind a managed
 // service's configuration endpoint), which a plain client could not use for
 // keys on other nodes. A server that does not answer within a second is
-// taken as the address says, a single Redis, for the client's life:
-// unsure reports it.
-func NewStoreClient(ctx context.Context, rawURL string) (client redis.UniversalClient, unsure bool, err error) {
+// taken as the address says, a single Redis, for the client's life: the
+// second result reports it.
+func NewStoreClient(ctx context.Context, rawURL string) (redis.UniversalClient, bool, error) {
 	opts, err := storeOptions(rawURL)
 	if err != nil {
 		return nil, false, err
 	}
-	client = redis.NewUniversalClient(opts)
-	single, ok := client.(*redis.Client)
-	if !ok {
-		return client, false, nil
+	if len(opts.Addrs) > 1 {
+		return newStoreClusterClient(opts), false, nil
 	}
+	single := redis.NewClient(opts.Simple())
 	ctx, cancel := context.WithTimeout(ctx, clusterProbeTimeout)
 	defer cancel()
 	info, err := single.Info(ctx, "cluster").Result()
 	if err != nil {
-		return client, true, nil
+		return single, true, nil
 	}
 	if !strings.Contains(info, "cluster_enabled:1") {
-		return client, false, nil
+		return single, false, nil
 	}
 	single.Close()
-	return redis.NewClusterClient(opts.Cluster()), false, nil
+	return newStoreClusterClient(opts), false, nil
+}
+
+// newStoreClusterClient is shared mode's client of a Redis Cluster. Its
+// nodes' clients never send a pipeline again once its connection failed
+// (noResend): go-redis's cluster client does, as it follows MOVED and
+// ASK, and no option separates the two.
+func newStoreClusterClient(opts *redis.UniversalOptions) *redis.ClusterClient {
+	c := opts.Cluster()
+	c.NewClient = func(o *redis.Options) *redis.Client {
+		nc := redis.NewClient(o)
+		nc.AddHook(noResend{})
+		return nc
+	}
+	return redis.NewClusterClient(c)
+}
+
+// noResend is a hook that refuses to send a pipeline any of whose
+// commands failed for a reason other than the store's own error reply
+// (MOVED, ASK, TRYAGAIN: not carried out): a command that met a
+// connection's failure may have been carried out, its reply lost, and
+// sent again a compare-and-set would conflict with its own write. The
+// command keeps that error, and the round fails.
+type noResend struct{}
+
+func (noResend) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (noResend) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (noResend) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			var reply redis.Error
+			if err := cmd.Err(); err != nil && !errors.As(err, &reply) {
+				return err
+			}
+		}
+		return next(ctx, cmds)
+	}
 }
 
 // storeOptions is ParseURL for shared mode's client, which never sends a
