@@ -190,7 +190,7 @@ func (b *batcher) releaseDone() {
 
 // storeUp is the batcher's step when the store answers again: the store's
 // state wins, so the value cache, the deny cache and the local engine are
-// emptied.
+// emptied, and its clock is measured anew.
 func (b *batcher) storeUp() {
 	s := b.s
 	if !s.down.Load() {
@@ -199,6 +199,7 @@ func (b *batcher) storeUp() {
 	b.cache.reset()
 	s.deny.clear()
 	s.opts.Local.Flush(nil)
+	s.clock.forget()
 	s.down.Store(false)
 	s.pokePublisher() // the invalidations kept while it was down
 	s.log.Info("shared store back: deciding in the store again")

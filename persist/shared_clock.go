@@ -62,6 +62,17 @@ func (c *sharedClock) sample(sent, recv time.Duration, storeNs int64) {
 	c.bound.Store(best.rtt/2 + 1000)
 }
 
+// forget drops the samples, keeping the offset and bound they gave until
+// the next sample replaces them: the store came back, maybe a failover's
+// other server, whose clock the old samples, some with a shorter round
+// trip, would go on standing for.
+func (c *sharedClock) forget() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.samples[:])
+	c.next = 0
+}
+
 // now is the store's time as estimated, ns since the epoch; the local wall
 // clock before the first sample.
 func (c *sharedClock) now() int64 { return c.at(c.local()) }
