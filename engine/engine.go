@@ -26,9 +26,9 @@ type Options struct {
 	// MaxMemory bounds the bytes the keyspace uses, as estimated by Used;
 	// 0 means no limit. Each shard gets an equal share, so that making room
 	// needs only the lock already held: a shard whose share is full makes
-	// room for a new key by evicting its keys that expire soonest
-	// (EvictedKeys counts them), and refuses, with ErrOutOfMemory, a key
-	// bigger than the whole share.
+	// room for a new key, or for an SW key's growing log, by evicting its
+	// keys that expire soonest (EvictedKeys counts them), and refuses, with
+	// ErrOutOfMemory, a key bigger than the whole share.
 	MaxMemory int64
 }
 
