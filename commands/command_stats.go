@@ -17,7 +17,11 @@ type statsSnapshot struct {
 
 // sinceReset returns cmd's counters since the last CONFIG RESETSTAT.
 func (c *Commands) sinceReset(cmd *Command) statsSnapshot {
-	m := c.obs.byCommand[cmd]
+	return c.obs.byCommand[cmd].sinceReset()
+}
+
+// sinceReset returns m's counters since the last CONFIG RESETSTAT.
+func (m *commandMetrics) sinceReset() statsSnapshot {
 	s := m.totals()
 	m.mu.Lock()
 	base := m.base
@@ -25,6 +29,7 @@ func (c *Commands) sinceReset(cmd *Command) statsSnapshot {
 	return statsSnapshot{
 		calls: s.calls - base.calls, nanos: s.nanos - base.nanos, failed: s.failed - base.failed,
 		rejected: m.rejected.Load(),
+		allowed:  s.allowed - base.allowed, limited: s.limited - base.limited,
 	}
 }
 

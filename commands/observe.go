@@ -95,12 +95,9 @@ func (m *commandMetrics) totals() statsSnapshot {
 // since the last CONFIG RESETSTAT, summed, for INFO.
 func (c *Commands) decisions() (allowed, limited uint64) {
 	for _, m := range c.obs.ordered {
-		s := m.totals()
-		m.mu.Lock()
-		base := m.base
-		m.mu.Unlock()
-		allowed += s.allowed - base.allowed
-		limited += s.limited - base.limited
+		s := m.sinceReset()
+		allowed += s.allowed
+		limited += s.limited
 	}
 	return allowed, limited
 }
@@ -128,7 +125,7 @@ type commandMetrics struct {
 	rejected atomic.Int64 // since the last CONFIG RESETSTAT
 
 	mu   sync.Mutex    // guards base
-	base statsSnapshot // calls, nanos and failed at the last reset
+	base statsSnapshot // totals() at the last reset
 }
 
 // metricsStripe is one copy of a command's metrics, padded so that no two

@@ -7,7 +7,7 @@ import (
 
 // TestSelectOutOfIntRange: SELECT reads its index as Redis's
 // getIntFromObjectOrReply does, which answers an integer outside a C int
-// with its range, not with "not an integer" (Redis 7.0.15, checked by hand).
+// with its range, not with "not an integer" (replies of redis-server 7.0.15).
 func TestSelectOutOfIntRange(t *testing.T) {
 	const outOfRange = "ERR value is out of range, value must between -2147483648 and 2147483647"
 	newHarness(t).runSteps([]replyStep{

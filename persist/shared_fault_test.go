@@ -248,8 +248,8 @@ func TestSharedLostReplyAppliedOnce(t *testing.T) {
 
 // TestSharedLostReplyAppliedOnceCluster: the same on a Redis Cluster,
 // whose client sends a node's pipeline again after its connection dropped
-// (as it follows MOVED and ASK, which no option separates): the call's
-// token makes the store answer the call sent again with the reply it lost.
+// (as it follows MOVED and ASK, which no option separates): noResend, on
+// each node's client, keeps the call from going again.
 func TestSharedLostReplyAppliedOnceCluster(t *testing.T) {
 	nodes := redistest.StartCluster(t, 3)
 	addrs := make([]string, len(nodes))

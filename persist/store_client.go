@@ -58,11 +58,17 @@ func newStoreClusterClient(opts *redis.UniversalOptions) *redis.ClusterClient {
 
 // noResend is a hook that refuses to send a pipeline any of whose
 // commands failed for a reason other than the store's own error reply
-// (MOVED, ASK, TRYAGAIN: not carried out): a command that met a
-// connection's failure may have been carried out, its reply lost, and
-// sent again a compare-and-set would conflict with its own write. The
-// command keeps that error, and the round fails.
+// (MOVED, ASK, TRYAGAIN: not carried out), or was answered already: a
+// command that met a connection's failure may have been carried out, its
+// reply lost, and a script call answered already is sent again with its
+// node's whole batch when the batch's first command meets TRYAGAIN or
+// LOADING; sent again, a compare-and-set would conflict with its own write.
+// The commands keep what they had, and those not answered fail the round.
 type noResend struct{}
+
+// errAnsweredAgain is noResend's refusal of a batch holding a command
+// answered already.
+var errAnsweredAgain = errors.New("persist: a pipeline sent again held a command answered already")
 
 func (noResend) DialHook(next redis.DialHook) redis.DialHook { return next }
 
@@ -72,8 +78,12 @@ func (noResend) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proces
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		for _, cmd := range cmds {
 			var reply redis.Error
-			if err := cmd.Err(); err != nil && !errors.As(err, &reply) {
+			err := cmd.Err()
+			if err != nil && !errors.As(err, &reply) {
 				return err
+			}
+			if c, ok := cmd.(*redis.Cmd); ok && err == nil && c.Val() != nil {
+				return errAnsweredAgain
 			}
 		}
 		return next(ctx, cmds)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"testing"
 	"time"
@@ -177,3 +178,43 @@ func TestNewStoreClientFindsCluster(t *testing.T) {
 	}
 	q.Close()
 }
+
+// TestNoResend: the cluster nodes' hook lets a pipeline go again only when
+// each of its commands is new or met the store's own error reply (MOVED:
+// not carried out), never when one met a connection's failure (maybe
+// carried out) or was answered already (its batch sent again after
+// another command's TRYAGAIN).
+func TestNoResend(t *testing.T) {
+	ctx := context.Background()
+	answered := redis.NewCmd(ctx, "evalsha", "x", 0)
+	answered.SetVal([]any{"1", "2"})
+	moved := redis.NewCmd(ctx, "evalsha", "x", 0)
+	moved.SetErr(storeErrorReply("MOVED 1 127.0.0.1:1"))
+	cut := redis.NewCmd(ctx, "evalsha", "x", 0)
+	cut.SetErr(io.EOF)
+	for _, c := range []struct {
+		name string
+		cmds []redis.Cmder
+		sent bool
+	}{
+		{"new", []redis.Cmder{redis.NewCmd(ctx, "evalsha", "x", 0), redis.NewStatusCmd(ctx, "set", "k", "v")}, true},
+		{"moved", []redis.Cmder{moved}, true},
+		{"connection failed", []redis.Cmder{moved, cut}, false},
+		{"answered already", []redis.Cmder{answered, moved}, false},
+	} {
+		sent := false
+		_ = noResend{}.ProcessPipelineHook(func(context.Context, []redis.Cmder) error { sent = true; return nil })(ctx, c.cmds)
+		if sent != c.sent {
+			t.Errorf("%s: sent %v, want %v", c.name, sent, c.sent)
+		}
+	}
+}
+
+// storeErrorReply is an error reply of the store, as go-redis reports one
+// (a redis.Error).
+type storeErrorReply string
+
+func (e storeErrorReply) Error() string { return string(e) }
+
+// RedisError makes it a redis.Error.
+func (storeErrorReply) RedisError() {}
