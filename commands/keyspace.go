@@ -240,6 +240,7 @@ func writeScanReply(w Writer, cursor uint64, keys []string) {
 // a minus sign negates modulo 2^64; leading space or trailing bytes are
 // invalid, and so is a value beyond 64 bits.
 func parseScanCursor(b []byte) (uint64, bool) {
+	b = cString(b) // strtoul stops at a NUL, as at the string's end
 	neg := false
 	if len(b) > 0 && (b[0] == '+' || b[0] == '-') {
 		neg = b[0] == '-'

@@ -35,7 +35,9 @@ func TestKeyspaceCommands(t *testing.T) {
 		{[]string{"SCAN", "+"}, "-ERR invalid cursor\r\n"},
 		{[]string{"SCAN", " 1"}, "-ERR invalid cursor\r\n"},
 		{[]string{"SCAN", "18446744073709551616"}, "-ERR invalid cursor\r\n"},
-		{[]string{"SCAN", "-1"}, "*2\r\n$1\r\n0\r\n*0\r\n"}, // strtoul: -1 is 2^64-1
+		{[]string{"SCAN", "-1"}, "*2\r\n$1\r\n0\r\n*0\r\n"},         // strtoul: -1 is 2^64-1
+		{[]string{"SCAN", "99999\x00x"}, "*2\r\n$1\r\n0\r\n*0\r\n"}, // strtoul stops at the NUL
+		{[]string{"SCAN", "+\x001"}, "-ERR invalid cursor\r\n"},     // and reads nothing of "+"
 		{[]string{"SCAN", "0", "COUNT", "0"}, "-ERR syntax error\r\n"},
 		{[]string{"SCAN", "0", "COUNT", "x"}, "-ERR value is not an integer or out of range\r\n"},
 		{[]string{"SCAN", "0", "MATCH"}, "-ERR syntax error\r\n"},
