@@ -81,7 +81,7 @@ func (d *goDriver) serve() {
 		s.run(now)
 		switch s.next(now) {
 		case stepWrite:
-			n, err := d.write(s.output(), time.Now()) // not now: the batch may have run long
+			n, err := d.write(s.output())
 			s.sent(n)
 			if err != nil {
 				s.fail(err)
@@ -111,8 +111,8 @@ const tlsRecordLen = 16 << 10
 // round again, its time counted anew. A TLS connection cannot go on after
 // a write times out, so it is given a record at a time: a client is closed
 // only if it takes less than a record for the whole timeout.
-func (d *goDriver) write(b []byte, now time.Time) (int, error) {
-	dl := d.s.sendDeadline(now)
+func (d *goDriver) write(b []byte) (int, error) {
+	dl := d.s.sendDeadline()
 	if !dl.IsZero() || d.writeDeadline {
 		_ = d.nc.SetWriteDeadline(dl) // the zero time for none
 		d.writeDeadline = !dl.IsZero()

@@ -391,12 +391,17 @@ func (s *session) waitSending(now time.Time) {
 	s.mu.Unlock()
 }
 
-// sendDeadline is when a driver that starts sending output at now and
-// blocks until it is taken gives up for the idle timeout; zero for never.
-func (s *session) sendDeadline(now time.Time) time.Time {
+// sendDeadline is when a driver that starts sending output now and blocks
+// until it is taken gives up for the idle timeout; zero for never. Without
+// a timeout (the default) it reads no clock and takes no lock.
+func (s *session) sendDeadline() time.Time {
+	if s.idleTimeout <= 0 { // set once, at the session's start
+		return time.Time{}
+	}
+	now := time.Now() // not the batch's start: it may have run long
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.idleTimeout <= 0 || s.snap.Monitor {
+	if s.snap.Monitor {
 		return time.Time{} // a monitor is bounded by its push backlog instead
 	}
 	return now.Add(s.idleTimeout)
