@@ -51,8 +51,11 @@ func main() {
 	// kills the process if the graceful shutdown hangs.
 	context.AfterFunc(ctx, stop)
 	// SIGHUP does not end the process, as it does not end Redis (a
-	// closed terminal, a supervisor's reload): with --rls-config it
-	// reloads the configuration, and otherwise does nothing.
+	// closed terminal, a supervisor's reload): while the rate limit
+	// service runs with --rls-config it reloads the configuration
+	// (rlsServer.start relays it), and otherwise does nothing, the last
+	// flush to the backing Redis included. Stopping the relay puts back
+	// this.
 	signal.Ignore(syscall.SIGHUP)
 	code := runAlone(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	stop()
@@ -190,7 +193,6 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, ready chan<- net.A
 		log.Error("cannot start the rate limit service", "addr", cfg.rlsAddr, "err", err)
 		return exitError
 	}
-	defer rs.close() // after the last flush: SIGHUP must not end the process before it
 	var collectors []prometheus.Collector
 	if rs != nil {
 		collectors = append(collectors, rs.svc.Collector())

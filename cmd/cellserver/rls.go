@@ -32,13 +32,8 @@ type rlsServer struct {
 	ln      net.Listener
 	grpc    *grpc.Server
 	watcher *rlsconfig.Watcher // nil without --rls-config
-	// hup receives SIGHUP, the reload signal, from newRLS until close
-	// (nil without --rls-config): while it is registered, a SIGHUP never
-	// takes its default action, which ends the process, neither while the
-	// backing store loads nor during the last flush.
-	hup    chan os.Signal
-	cancel context.CancelFunc // stops the reloads
-	wg     sync.WaitGroup     // the server, the watcher and SIGHUP's relay
+	cancel  context.CancelFunc // stops the reloads
+	wg      sync.WaitGroup     // the server, the watcher and SIGHUP's relay
 }
 
 // newRLS makes the service cfg asks for, deciding in sh's store in shared
@@ -98,12 +93,7 @@ func newRLS(cfg config, eng *engine.Engine, sh *shared, tlsConfig *tls.Config, l
 	}
 	g := grpc.NewServer(opts...)
 	svc.Register(g)
-	r := &rlsServer{svc: svc, ln: ln, grpc: g, watcher: watcher}
-	if watcher != nil {
-		r.hup = make(chan os.Signal, 1) // one pending reload is enough
-		signal.Notify(r.hup, syscall.SIGHUP)
-	}
-	return r, nil
+	return &rlsServer{svc: svc, ln: ln, grpc: g, watcher: watcher}, nil
 }
 
 // jsonHandler mounts /json beside h (the metrics handler); h alone without
@@ -152,15 +142,19 @@ func (r *rlsServer) start(cfg config, log *slog.Logger) {
 		r.watcher.Run(ctx)
 	}()
 	// SIGHUP only asks the watcher to reload: its goroutine does the
-	// loading, so a reload never races another. A SIGHUP received before
-	// start is a reload now.
+	// loading, so a reload never races another. Before and after (while
+	// the backing store loads, during the last flush) the process ignores
+	// SIGHUP (main).
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
 	go func() {
 		defer r.wg.Done()
+		defer signal.Stop(hup)
 		for {
 			select {
 			case <-ctx.Done():
 				return
-			case <-r.hup:
+			case <-hup:
 				r.watcher.Reload()
 			}
 		}
@@ -190,13 +184,4 @@ func (r *rlsServer) stop(ctx context.Context) {
 		<-stopped
 	}
 	r.wg.Wait()
-}
-
-// close gives SIGHUP back its default action, once the process has no more
-// use for it: after stop and the last flush to the backing Redis.
-func (r *rlsServer) close() {
-	if r == nil || r.hup == nil {
-		return
-	}
-	signal.Stop(r.hup)
 }
