@@ -38,6 +38,7 @@ func TestParseConfig(t *testing.T) {
 		{name: "flag beats env", args: []string{"--addr", ":1"}, env: map[string]string{"CELLSERVER_ADDR": ":2"}, want: with(func(c *config) { c.addr = ":1" })},
 		{name: "empty env is unset", env: map[string]string{"CELLSERVER_ADDR": "", "CELLSERVER_SHARDS": ""}, want: defaults},
 		{name: "shards flag", args: []string{"--shards", "16"}, want: with(func(c *config) { c.shards = 16 })},
+		{name: "timeout at its bound", args: []string{"--timeout", "2147483647"}, want: with(func(c *config) { c.timeout = 2147483647 })},
 		{name: "shards env", env: map[string]string{"CELLSERVER_SHARDS": "3"}, want: with(func(c *config) { c.shards = 3 })},
 		{name: "shards zero", args: []string{"--shards=0"}, want: defaults},
 		{name: "shards flag beats bad env", args: []string{"--shards=8"}, env: map[string]string{"CELLSERVER_SHARDS": "many"}, want: with(func(c *config) { c.shards = 8 })},
@@ -165,6 +166,11 @@ func TestParseConfigRejects(t *testing.T) {
 		{name: "tls ca alone", env: map[string]string{"CELLSERVER_TLS_CA_CERT_FILE": "/ca"}, stderr: "TLS needs both"},
 		{name: "protected mode word", args: []string{"--protected-mode", "maybe"}, stderr: "want yes or no"},
 		{name: "timeout negative", args: []string{"--timeout", "-1"}, stderr: "want a whole number from 0"},
+		// Redis's bound, INT_MAX seconds: 18446744074 s overflowed a
+		// time.Duration to about 0.29 s, past 9.2e9 s to a negative one.
+		{name: "timeout past int", args: []string{"--timeout", "2147483648"}, stderr: "want a whole number from 0 to 2147483647"},
+		{name: "timeout overflowing", args: []string{"--timeout", "18446744074"}, stderr: "want a whole number from 0 to 2147483647"},
+		{name: "timeout env overflowing", env: map[string]string{"CELLSERVER_TIMEOUT": "9300000000"}, stderr: "want a whole number from 0 to 2147483647"},
 		{name: "maxmemory word", args: []string{"--maxmemory", "lots"}, stderr: "want a size in bytes"},
 		{name: "slowlog max len negative", env: map[string]string{"CELLSERVER_SLOWLOG_MAX_LEN": "-1"}, stderr: "CELLSERVER_SLOWLOG_MAX_LEN: want a whole number from 0"},
 		{name: "maxclients zero", args: []string{"--maxclients", "0"}, stderr: "want a whole number from 1"},

@@ -2,7 +2,6 @@ package main
 
 import (
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -36,10 +35,7 @@ func postJSONCode(metricsAddr string) int {
 func TestRunJSONWaitsForLoad(t *testing.T) {
 	t.Parallel()
 	store := redistest.Start(t)
-	path := t.TempDir() + "/d.yaml"
-	if err := os.WriteFile(path, []byte("domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unit: hour, requests_per_unit: 1 }\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := hourlyLimitFile(t, 1)
 	args := func(metricsAddr string) []string {
 		return []string{"--addr", "127.0.0.1:0", "--backing-redis", store.URL(), "--metrics-addr", metricsAddr,
 			"--rls-addr", "127.0.0.1:0", "--rls-config", path}
@@ -77,10 +73,7 @@ func TestRunJSONWaitsForLoad(t *testing.T) {
 func TestRunJSONShutdownLetsRequestsFinish(t *testing.T) {
 	t.Parallel()
 	store := redistest.Start(t)
-	path := t.TempDir() + "/d.yaml"
-	if err := os.WriteFile(path, []byte("domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unit: hour, requests_per_unit: 10 }\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := hourlyLimitFile(t, 10)
 	metricsAddr := freeAddr(t)
 	r := startRun(t, sharedArgs(store.URL(), "--metrics-addr", metricsAddr, "--rls-addr", "127.0.0.1:0", "--rls-config", path,
 		"--shared-timeout", "4s", "--rls-timeout", "5s", "--shared-fallback", "error"), nil)

@@ -184,17 +184,28 @@ func TestRunRLSConfigReload(t *testing.T) {
 	}
 }
 
+// hourlyLimit is an RLS configuration of one limit: n requests an hour on
+// descriptor k of domain d.
+func hourlyLimit(n int) string {
+	return "domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unit: hour, requests_per_unit: " + strconv.Itoa(n) + " }\n"
+}
+
+// hourlyLimitFile writes hourlyLimit(n) to a file of the test's and
+// returns its path.
+func hourlyLimitFile(t *testing.T, n int) string {
+	t.Helper()
+	path := t.TempDir() + "/d.yaml"
+	if err := os.WriteFile(path, []byte(hourlyLimit(n)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // TestRunRLSConfigSIGHUP: SIGHUP reloads the configuration though the
 // file's size and modification time are as they were, so no poll sees the
 // change, and logs the reload.
 func TestRunRLSConfigSIGHUP(t *testing.T) {
-	path := t.TempDir() + "/d.yaml"
-	limit := func(n int) string {
-		return "domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unit: hour, requests_per_unit: " + strconv.Itoa(n) + " }\n"
-	}
-	if err := os.WriteFile(path, []byte(limit(1)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := hourlyLimitFile(t, 1)
 	st, err := os.Stat(path)
 	if err != nil {
 		t.Fatal(err)
@@ -213,7 +224,7 @@ func TestRunRLSConfigSIGHUP(t *testing.T) {
 		t.Fatalf("limit 1: %s", got)
 	}
 	// Limit 3 in a file of the same size with the same modification time.
-	if err := os.WriteFile(path, []byte(limit(3)), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(hourlyLimit(3)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Chtimes(path, st.ModTime(), st.ModTime()); err != nil {
@@ -240,10 +251,7 @@ func TestRunRLSConfigSIGHUP(t *testing.T) {
 // TestRunRLSBlocks: requests_per_unit 0 answers OVER_LIMIT, as
 // envoyproxy/ratelimit does, and counts nothing: no key is written.
 func TestRunRLSBlocks(t *testing.T) {
-	path := t.TempDir() + "/d.yaml"
-	if err := os.WriteFile(path, []byte("domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unit: hour, requests_per_unit: 0 }\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := hourlyLimitFile(t, 0)
 	rlsAddr := freeAddr(t)
 	r := startRun(t, []string{"--addr", "127.0.0.1:0", "--rls-addr", rlsAddr, "--rls-config", path}, nil)
 	for range 2 {
@@ -265,10 +273,7 @@ func TestRunRLSBlocks(t *testing.T) {
 // it; with an unknown unit the configured limit applies, and an unknown
 // domain limits nothing.
 func TestRunRLSOverride(t *testing.T) {
-	path := t.TempDir() + "/d.yaml"
-	if err := os.WriteFile(path, []byte("domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unit: hour, requests_per_unit: 100 }\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := hourlyLimitFile(t, 100)
 	rlsAddr := freeAddr(t)
 	startRun(t, []string{"--addr", "127.0.0.1:0", "--rls-addr", rlsAddr, "--rls-config", path}, nil)
 	conn, err := grpc.NewClient(rlsAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))

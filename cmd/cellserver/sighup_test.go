@@ -83,15 +83,12 @@ func (p *mainProcess) stop() {
 
 // TestSignalsSIGHUPWhileLoading runs the real process with --rls-config,
 // whose reload signal is SIGHUP, and sends it one while the backing store
-// loads: the process goes on and starts once the store answers. SIGHUP's
-// default action, which killed it (status 129), held until the rate limit
-// service started serving after the load.
+// loads, before the rate limit service relays it: the process goes on and
+// starts once the store answers. SIGHUP's default action killed it
+// (status 129).
 func TestSignalsSIGHUPWhileLoading(t *testing.T) {
 	store := redistest.Start(t)
-	path := t.TempDir() + "/d.yaml"
-	if err := os.WriteFile(path, []byte("domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unit: hour, requests_per_unit: 1 }\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := hourlyLimitFile(t, 1)
 	store.Pause()
 	defer store.Resume()
 	p := startMain(t, "--addr", "127.0.0.1:0", "--backing-redis", store.URL(), "--rls-addr", "127.0.0.1:0", "--rls-config", path)
