@@ -156,8 +156,20 @@ func (s *Server) Restart() {
 	if running {
 		s.t.Fatal("redistest: Restart while running")
 	}
-	if err := s.start(); err != nil {
-		s.t.Fatalf("%s did not start again on %s: %v", filepath.Base(s.path), s.Addr, err)
+	// A client dialing the stopped server may meanwhile hold its port: a
+	// dial from an ephemeral port equal to it connects to itself (TCP's
+	// simultaneous open), until the client gives the odd connection up.
+	// The port is tried again for a while.
+	deadline := time.Now().Add(readyTimeout)
+	for {
+		err := s.start()
+		if err == nil {
+			return
+		}
+		if !strings.Contains(err.Error(), "Address already in use") || time.Now().After(deadline) {
+			s.t.Fatalf("%s did not start again on %s: %v", filepath.Base(s.path), s.Addr, err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
