@@ -57,7 +57,8 @@ func commandInfo(cx *Context, w Writer, args [][]byte) {
 }
 
 // commandList is COMMAND LIST [FILTERBY MODULE name|ACLCAT category|PATTERN
-// pattern]: the names of every command and subcommand.
+// pattern]: the names of every command and subcommand. Each filter ignores
+// case, as Redis's: its table of modules is keyed case-insensitively.
 func commandList(cx *Context, w Writer, args [][]byte) {
 	// >> Args
 	keep := func(*Command) bool { return true }
@@ -68,7 +69,7 @@ func commandList(cx *Context, w Writer, args [][]byte) {
 		}
 		switch kind, arg := args[i+1], args[i+2]; {
 		case equalFold(kind, "module"):
-			keep = func(c *Command) bool { return c.Module != "" && c.Module == string(arg) }
+			keep = func(c *Command) bool { return c.Module != "" && equalFold(arg, c.Module) }
 		case equalFold(kind, "aclcat"):
 			cat := "@" + string(bytes.ToLower(arg))
 			keep = func(c *Command) bool { return slices.Contains(aclCategories(c), cat) }

@@ -88,7 +88,10 @@ func TestCommandList(t *testing.T) {
 	}
 	h.runSteps([]replyStep{
 		{[]string{"COMMAND", "LIST", "FILTERBY", "MODULE", "redis-cell"}, wantArray(1) + wantBulk("cl.throttle")},
+		// Module names are found in any case, as Redis's module table finds them.
+		{[]string{"COMMAND", "LIST", "FILTERBY", "MODULE", "Redis-CELL"}, wantArray(1) + wantBulk("cl.throttle")},
 		{[]string{"COMMAND", "LIST", "FILTERBY", "module", "nosuch"}, wantArray(0)},
+		{[]string{"COMMAND", "LIST", "FILTERBY", "module", ""}, wantArray(0)},
 		{[]string{"COMMAND", "LIST", "FILTERBY", "PATTERN", "CONFIG|*S*"},
 			wantArray(2) + wantBulks("config|set", "config|resetstat")},
 		{[]string{"COMMAND", "LIST", "FILTERBY", "ACLCAT", "ADMIN"},

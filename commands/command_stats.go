@@ -64,20 +64,18 @@ func (c *Commands) eachCommand(fn func(*Command)) {
 }
 
 // totals are INFO stats' total_commands_processed and total_error_replies
-// since the last CONFIG RESETSTAT: the commands' calls, and their failed and
-// rejected calls plus the unknown commands.
+// since the last CONFIG RESETSTAT: the commands' calls, and every error
+// reply (an EXEC's commands may write several).
 func (c *Commands) totals() (processed, errors int64) {
 	c.eachCommand(func(cmd *Command) {
-		s := c.sinceReset(cmd)
-		processed += s.calls
-		errors += s.failed + s.rejected
+		processed += c.sinceReset(cmd).calls
 	})
-	return processed, errors + c.unknown.Load()
+	return processed, c.replyErrors.total()
 }
 
-// resetStats zeroes INFO's command counters and totals (CONFIG RESETSTAT);
-// the metrics keep counting. The host's connection counters and the
-// engine's expired-key count are not ours to reset.
+// resetStats zeroes INFO's command counters, error counts and totals
+// (CONFIG RESETSTAT); the metrics keep counting. The host's connection
+// counters and the engine's expired-key count are not ours to reset.
 func (c *Commands) resetStats() {
 	c.eachCommand(func(cmd *Command) {
 		m := c.obs.byCommand[cmd]
@@ -87,5 +85,5 @@ func (c *Commands) resetStats() {
 		m.mu.Unlock()
 		m.rejected.Store(0)
 	})
-	c.unknown.Store(0)
+	c.replyErrors.reset()
 }

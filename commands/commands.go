@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/cellserver/cellserver/engine"
@@ -63,9 +62,9 @@ type Commands struct {
 	// monitors are the connections in MONITOR mode.
 	monitors monitors
 
-	// unknown counts the unknown commands, errors that belong to no
-	// command, for INFO's total_error_replies.
-	unknown atomic.Int64
+	// replyErrors counts every error reply by its code, for INFO
+	// errorstats and total_error_replies.
+	replyErrors errorStats
 
 	// refusals are the keys refused most often, for THROTTLE.TOP.
 	refusals *refusals
@@ -183,7 +182,7 @@ func (c *Commands) Dispatch(w Writer, cl *Client, args [][]byte) {
 	}
 	cx, ew := &cl.cx, &cl.errs
 	*cx = Context{Client: cl, cmds: c}
-	*ew = errorCounter{Writer: w}
+	*ew = errorCounter{Writer: w, stats: &c.replyErrors}
 	c.run(cx, ew, cmd, args)
 }
 
@@ -235,12 +234,11 @@ func (c *Commands) run(cx *Context, ew *errorCounter, cmd *Command, args [][]byt
 }
 
 // reject answers a command that could not run (unknown, wrong arity); inside
-// MULTI it also makes EXEC abort.
+// MULTI it also makes EXEC abort. An unknown command is counted only among
+// the error replies, as in Redis.
 func (c *Commands) reject(w Writer, cl *Client, cmd *Command, msg string) {
 	if cmd != nil {
 		c.obs.byCommand[cmd].rejected.Add(1)
-	} else {
-		c.unknown.Add(1)
 	}
 	if cl.multi != nil {
 		cl.multi.failed = true
@@ -251,17 +249,23 @@ func (c *Commands) reject(w Writer, cl *Client, cmd *Command, msg string) {
 		cl.changed(EffectInfo)
 		msg = msgExecAbortBecause + strings.TrimPrefix(msg, "ERR ")
 	}
+	c.replyErrors.count(msg)
 	w.WriteError(msg)
 }
 
-// errorCounter counts the errors a handler writes.
+// errorCounter counts the errors a handler writes: for the running
+// command, and by code in stats (if not nil).
 type errorCounter struct {
 	Writer
+	stats  *errorStats
 	errors int
 }
 
 func (e *errorCounter) WriteError(msg string) {
 	e.errors++
+	if e.stats != nil {
+		e.stats.count(msg)
+	}
 	e.Writer.WriteError(msg)
 }
 

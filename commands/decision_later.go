@@ -29,6 +29,9 @@ type decisionLater struct {
 	d      engine.Decision
 	err    error
 	key    [laterKeyRoom]byte // the tally's key, when it fits
+	// errs writes an error reply, counting it by code, without an
+	// allocation of its own.
+	errs errorCounter
 	// done is decided as a function value, made once for the object's
 	// life, so that handing it to the store costs no allocation.
 	done func(engine.Decision, error)
@@ -129,6 +132,8 @@ func (l *decisionLater) WriteReply(w Writer) {
 	l.client.written(l) // first: the write may panic
 	if l.err != nil {
 		l.t.erred()
+		l.errs = errorCounter{Writer: w, stats: l.t.errs}
+		w = &l.errs
 	}
 	if l.cl {
 		writeThrottle(l.t, w, l.res, l.err)

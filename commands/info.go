@@ -37,6 +37,10 @@ func infoSections() []infoSection {
 			b.WriteString("# Commandstats\r\n")
 			cx.cmds.writeCommandStats(b)
 		}},
+		{[]string{"errorstats"}, true, func(b *strings.Builder, cx *Context) {
+			b.WriteString("# Errorstats\r\n")
+			cx.cmds.replyErrors.write(b)
+		}},
 		{[]string{"cluster"}, true, func(b *strings.Builder, _ *Context) {
 			b.WriteString("# Cluster\r\ncluster_enabled:0\r\n")
 		}},

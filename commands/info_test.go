@@ -27,7 +27,7 @@ func headers(text string) []string {
 
 func TestInfoSections(t *testing.T) {
 	def := []string{"# Server", "# Clients", "# Memory", "# Persistence", "# Stats", "# Replication", "# CPU",
-		"# Modules", "# Cluster", "# Keyspace"}
+		"# Modules", "# Errorstats", "# Cluster", "# Keyspace"}
 	cases := []struct {
 		args []string
 		want []string
@@ -37,10 +37,11 @@ func TestInfoSections(t *testing.T) {
 		{[]string{"server"}, []string{"# Server"}},
 		{[]string{"KEYSPACE", "Server", "server"}, []string{"# Server", "# Keyspace"}},
 		{[]string{"commandstats"}, []string{"# Commandstats"}},
-		{[]string{"default", "commandstats"}, append(def[:8:8], "# Commandstats", "# Cluster", "# Keyspace")},
-		{[]string{"all"}, append(def[:8:8], "# Commandstats", "# Cluster", "# Keyspace")},
-		{[]string{"everything"}, append(def[:8:8], "# Commandstats", "# Cluster", "# Keyspace")},
+		{[]string{"default", "commandstats"}, append(def[:8:8], "# Commandstats", "# Errorstats", "# Cluster", "# Keyspace")},
+		{[]string{"all"}, append(def[:8:8], "# Commandstats", "# Errorstats", "# Cluster", "# Keyspace")},
+		{[]string{"everything"}, append(def[:8:8], "# Commandstats", "# Errorstats", "# Cluster", "# Keyspace")},
 		{[]string{"modules"}, []string{"# Modules"}},
+		{[]string{"ErrorStats"}, []string{"# Errorstats"}},
 	}
 	for _, c := range cases {
 		h := newHarness(t)

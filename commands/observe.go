@@ -202,6 +202,7 @@ func (c *Commands) observe(cx *Context, o *observer, cmd *Command, args [][]byte
 type tally struct {
 	m      *commandMetrics // nil: not counted
 	stripe int
+	errs   *errorStats // where its error replies are counted by code; nil: not counted
 
 	// What a refusal is recorded under, for THROTTLE.TOP: key, of family,
 	// or each of rules' keys (THROTTLE.ALL); nothing when refusals is nil.
@@ -252,7 +253,9 @@ func (t tally) decidesKey(key []byte) bool {
 }
 
 // tally returns the running command's tally.
-func (cx *Context) tally() tally { return tally{m: cx.metrics, stripe: cx.stripe} }
+func (cx *Context) tally() tally {
+	return tally{m: cx.metrics, stripe: cx.stripe, errs: &cx.cmds.replyErrors}
+}
 
 // tallyKey returns the running command's tally for a decision on key, of
 // family f, whose refusal THROTTLE.TOP records.
@@ -318,7 +321,7 @@ func (t tally) decided(limited bool) {
 // completed, with write, and counts what it answered: an error, or for a
 // command that decides nothing, a success (decided counts the others).
 func (t tally) outcome(w Writer, write func(Writer)) {
-	ec := errorCounter{Writer: w}
+	ec := errorCounter{Writer: w, stats: t.errs}
 	write(&ec)
 	switch {
 	case t.m == nil:

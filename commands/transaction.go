@@ -70,8 +70,14 @@ func (c *Commands) exec(cx *Context, w Writer, args [][]byte) {
 		inner.Tx = cx.Engine().Begin(keys, all)
 		defer inner.Tx.End()
 	}
+	// Each command's errors are its own: EXEC itself has failed only if
+	// it answered with an error, as in Redis.
+	out := w
+	if ec, ok := w.(*errorCounter); ok {
+		out = ec.Writer
+	}
 	w.WriteArray(len(cmds))
 	for i, cmd := range cmds {
-		c.run(inner, &errorCounter{Writer: w}, cmd, m.queued[i])
+		c.run(inner, &errorCounter{Writer: out, stats: &c.replyErrors}, cmd, m.queued[i])
 	}
 }
