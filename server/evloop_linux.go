@@ -21,12 +21,14 @@ const maxEvents = 256
 // loopGroup is the server's event loops, with the goroutine that closes
 // their idle connections when Config.IdleTimeout is set.
 type loopGroup struct {
-	loops []*evloop
-	next  int           // the loop the next connection goes to; Serve's goroutine only
-	done  chan struct{} // closed by stop
-	once  sync.Once
-	wg    sync.WaitGroup // every loop and the idle checker
-	ended chan struct{}  // closed once wg is done
+	loops   []*evloop
+	next    int // the loop the next connection goes to; Serve's goroutine only
+	once    sync.Once
+	running sync.WaitGroup // every loop
+	// loopsEnded is closed once every loop has ended, which ends the idle
+	// checker: while Shutdown waits for a connection, its timeout holds.
+	loopsEnded chan struct{}
+	ended      chan struct{} // closed once the loops and the idle checker have ended
 }
 
 // evloop is one event loop: a goroutine that owns an epoll instance and
@@ -69,7 +71,7 @@ type evloop struct {
 
 // newLoopGroup starts n event loops for s.
 func newLoopGroup(s *Server, n int) (*loopGroup, error) {
-	g := &loopGroup{done: make(chan struct{}), ended: make(chan struct{})}
+	g := &loopGroup{loopsEnded: make(chan struct{}), ended: make(chan struct{})}
 	for range n {
 		l, err := newEvloop(s, n)
 		if err != nil {
@@ -81,21 +83,25 @@ func newLoopGroup(s *Server, n int) (*loopGroup, error) {
 		g.loops = append(g.loops, l)
 	}
 	for _, l := range g.loops {
-		g.wg.Add(1)
+		g.running.Add(1)
 		go func() {
-			defer g.wg.Done()
+			defer g.running.Done()
 			l.run()
 		}()
 	}
+	checked := make(chan struct{}) // closed once the idle checker, if any, has ended
 	if s.cfg.IdleTimeout > 0 {
-		g.wg.Add(1)
 		go func() {
-			defer g.wg.Done()
+			defer close(checked)
 			g.closeIdle(s)
 		}()
+	} else {
+		close(checked)
 	}
-	go func() { // ends with the loops, which stop ends
-		g.wg.Wait()
+	go func() { // ends with the loops, which stop ends, and then the checker
+		g.running.Wait()
+		close(g.loopsEnded)
+		<-checked
 		close(g.ended)
 	}()
 	return g, nil
@@ -190,13 +196,12 @@ func dupFD(rc syscall.RawConn) (int, error) {
 }
 
 // stop makes every loop end once its connections are gone, and the idle
-// checker at once. Connections handed over afterwards get goroutines.
+// checker with them. Connections handed over afterwards get goroutines.
 func (g *loopGroup) stop() {
 	if g == nil {
 		return
 	}
 	g.once.Do(func() {
-		close(g.done)
 		for _, l := range g.loops {
 			l.mu.Lock()
 			l.stopping = true
@@ -315,16 +320,18 @@ func (l *evloop) closeAll(err error) {
 }
 
 // closeIdle closes connections idle for Config.IdleTimeout, checking
-// several times per timeout, until the group stops. It runs off the
+// several times per timeout, until the loops have ended. It runs off the
 // loops, so that it closes them even while a long command holds their
-// loop; a connection on a goroutine gets the same from its read deadline.
+// loop, but not one whose bytes or room for output wait for the loop
+// (session.expireIdle); a connection on a goroutine gets the same from its
+// read deadline.
 func (g *loopGroup) closeIdle(s *Server) {
 	timeout := s.cfg.IdleTimeout
 	t := time.NewTicker(min(max(timeout/10, 10*time.Millisecond), time.Second))
 	defer t.Stop()
 	for {
 		select {
-		case <-g.done:
+		case <-g.loopsEnded:
 			return
 		case now := <-t.C:
 			for _, c := range s.connList() {

@@ -61,6 +61,12 @@ func (d *goDriver) shutSocket() {
 	_ = d.nc.Close()
 }
 
+// ready implements driver: never, as the goroutine's own command is the
+// only one that holds it, and while that runs the session neither waits
+// for bytes nor for the socket to take output. The goroutine reads bytes
+// as they arrive and bounds its writes with a deadline of its own.
+func (d *goDriver) ready(bool) bool { return false }
+
 // serve runs the session until it ends. Each read from the socket brings a
 // batch of requests, run at once, their replies sent with one write before
 // the next read, as Redis does. While a command is paused it does not read:

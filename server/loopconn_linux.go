@@ -7,6 +7,7 @@ import (
 	"io"
 	"syscall"
 	"time"
+	"unsafe"
 )
 
 // loopConn runs a session on an event loop: the socket's descriptor and
@@ -47,6 +48,34 @@ func (c *loopConn) wake() {
 // close it.
 func (c *loopConn) shutSocket() {
 	_ = syscall.Shutdown(c.sock, syscall.SHUT_RDWR)
+}
+
+// ready implements driver: it polls the socket, without waiting, for what
+// the loop would wait for. The session is open, so the loop has not
+// closed the descriptor (end closes it only after finish).
+func (c *loopConn) ready(output bool) bool {
+	events := int16(syscall.EPOLLIN)
+	if output {
+		events = syscall.EPOLLOUT
+	}
+	return pollNow(c.sock, events)
+}
+
+// pollFd is poll(2)'s struct pollfd.
+type pollFd struct {
+	fd      int32
+	events  int16
+	revents int16
+}
+
+// pollNow reports whether fd is ready for events (poll(2)'s, which are
+// epoll's) now: ppoll(2) with a zero timeout.
+func pollNow(fd int, events int16) bool {
+	p := pollFd{fd: int32(fd), events: events}
+	var now syscall.Timespec
+	n, _, e := syscall.Syscall6(syscall.SYS_PPOLL, uintptr(unsafe.Pointer(&p)), 1,
+		uintptr(unsafe.Pointer(&now)), 0, 0, 0)
+	return e == 0 && n == 1 && p.revents&events != 0
 }
 
 // serve handles an event on c's socket: it reads what has arrived, if the

@@ -176,20 +176,16 @@ func (rd *requestReader) line(b []byte, start int, tooBig string) (cr int, st pa
 // up to LF, split into arguments as Redis splits it. An empty line gives
 // no arguments.
 func (rd *requestReader) parseInline(b []byte) ([][]byte, parseStatus, string) {
-	from := rd.scan
-	i := bytes.IndexByte(b[from:], '\n')
-	if i < 0 {
+	lf := rd.inlineEnd(b)
+	if lf < 0 {
 		if len(b) > rd.lim.maxInline {
 			return nil, violation, msgTooBigInline
 		}
-		rd.scan = len(b)
 		return nil, needMore, ""
 	}
-	lf := from + i
 	if lf > rd.lim.maxInline {
 		return nil, violation, msgTooBigInline
 	}
-	rd.scan = 0
 	line := b[:lf]
 	if n := len(line); n > 0 && line[n-1] == '\r' {
 		line = line[:n-1]
@@ -207,6 +203,34 @@ func (rd *requestReader) parseInline(b []byte) ([][]byte, parseStatus, string) {
 	}
 	rd.args = args
 	return args, gotRequest, ""
+}
+
+// inlineEnd returns where the LF that ends the inline line at the start
+// of b is, or -1 while there is none. A NUL byte before the LF hides it
+// for good, as it stops the strchr with which Redis looks for it: the line
+// never ends, and what comes after it waits unparsed until it is too big.
+// The search goes on where the last call left it: past the bytes searched,
+// or at the NUL.
+func (rd *requestReader) inlineEnd(b []byte) int {
+	from := rd.scan
+	if from < len(b) && b[from] == 0 {
+		return -1 // the NUL the last call stopped at
+	}
+	end := len(b)
+	lf := bytes.IndexByte(b[from:], '\n')
+	if lf >= 0 {
+		end = from + lf
+	}
+	if nul := bytes.IndexByte(b[from:end], 0); nul >= 0 {
+		rd.scan = from + nul
+		return -1
+	}
+	if lf < 0 {
+		rd.scan = len(b)
+		return -1
+	}
+	rd.scan = 0
+	return end
 }
 
 // expectedDollar words Redis's error for an argument not starting with '$'.

@@ -84,7 +84,12 @@ func TestParseFraming(t *testing.T) {
 		{"inline at limit", "01234567890123456789012\r\n", [][]string{{"01234567890123456789012"}}, ""},
 		{"unbalanced double quote", "PING\r\nECHO \"a\n", [][]string{{"PING"}}, msgUnbalancedQuotes},
 		{"closing quote then a letter", "ECHO 'a'b\n", nil, msgUnbalancedQuotes},
-		{"NUL ends an inline line", "ECHO a\x00b\n", [][]string{{"ECHO", "a"}}, ""},
+		{"NUL hides an inline line's end", "PING\nECHO a\x00b\nPING\n", [][]string{{"PING"}}, ""},
+		{"NUL first", "\x00\r\nPING\n", nil, ""},
+		{"NUL then too much", "PING\nECHO\x00\n0123456789012345678", [][]string{{"PING"}}, msgTooBigInline},
+		{"NUL then at limit", "PING\nECHO\x00\n012345678901234567", [][]string{{"PING"}}, ""},
+		{"NUL after the line", "PING\n\x00", [][]string{{"PING"}}, ""},
+		{"NUL in a multibulk argument", "*1\r\n$4\r\nPI\x00G\r\n", [][]string{{"PI\x00G"}}, ""},
 		{"violation in the second command of a read", "*1\r\n$4\r\nPING\r\n*1\r\n$99\r\n", [][]string{{"PING"}}, msgInvalidBulk},
 		{"argument starting with CR", "*1\r\n\r\n", nil, "expected '$', got '\r'"},
 	}
@@ -268,6 +273,9 @@ func refParse(in []byte, lim limits) (cmds [][][]byte, errMsg string) {
 	for pos < len(in) {
 		if in[pos] != '*' {
 			i := bytes.IndexByte(in[pos:], '\n')
+			if nul := bytes.IndexByte(in[pos:], 0); nul >= 0 && (i < 0 || nul < i) {
+				i = -1 // Redis looks for the LF with strchr, which stops at a NUL
+			}
 			n := i
 			if i < 0 {
 				n = len(in) - pos

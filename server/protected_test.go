@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"strings"
@@ -174,6 +175,46 @@ func testIdleTimeout(t *testing.T, cfg Config) {
 			busy.expect("+DONE\r\n")
 			busy.send("PING\r\n")
 			busy.expect("+PONG\r\n")
+		}},
+		{"input waiting behind a long command is not idleness", func(h *harness) {
+			busy, waiting := h.dial(), h.dial()
+			waiting.send("PING\r\n")
+			waiting.expect("+PONG\r\n")
+			busy.send("SLOW\r\n")
+			h.waitSlow()
+			// Sent within the timeout; on a loop, SLOW holds it unread.
+			waiting.send("PING\r\n")
+			// A client connected later timing out shows that the
+			// timeout has passed for the waiting one too.
+			h.dial().expectClosed()
+			h.releaseSlow()
+			busy.expect("+DONE\r\n")
+			waiting.expect("+PONG\r\n")
+		}},
+		{"a reader taking its reply behind a long command is not idle", func(h *harness) {
+			busy, reader := h.dial(), h.dial()
+			// A small window: the sockets hold a small part of the reply.
+			if err := reader.Conn.(*net.TCPConn).SetReadBuffer(64 << 10); err != nil {
+				h.t.Fatal(err)
+			}
+			const size = 16000000
+			reader.send("BIG 16000000\r\n")
+			reader.expect("$16000000\r\n")
+			// SLOW running shows the loop is done with the reader for now:
+			// it waits for the socket to take more.
+			busy.send("SLOW\r\n")
+			h.waitSlow()
+			read := make(chan error, 1)
+			go func() {
+				_, err := io.CopyN(io.Discard, reader, size+2)
+				read <- err
+			}()
+			h.dial().expectClosed()
+			h.releaseSlow()
+			busy.expect("+DONE\r\n")
+			if err := <-read; err != nil {
+				h.t.Errorf("the reader, taking its reply, was closed: %v", err)
+			}
 		}},
 	}
 	for _, c := range cases {

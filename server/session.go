@@ -69,6 +69,12 @@ type driver interface {
 	// shutSocket makes the socket unusable now, so that a driver blocked
 	// reading it (or waiting on it) wakes up and finds the session closed.
 	shutSocket()
+	// ready reports whether the socket has bytes the driver has yet to
+	// read (output false) or room for output it has yet to send (output
+	// true): work that a driver held up by another connection's command
+	// does once that command returns. Called with the session's mu held,
+	// while it is open; it must not block.
+	ready(output bool) bool
 }
 
 // session is one client connection without its socket: the requests it
@@ -409,10 +415,14 @@ func (s *session) sendDeadline() time.Time {
 
 // expireIdle closes the connection if it has waited for bytes, with
 // nothing pending, or for the socket to take its output, for
-// Config.IdleTimeout at now. Any goroutine.
+// Config.IdleTimeout at now. A socket that has bytes to read, or room for
+// the output, is not idle: its driver, held up by another connection's
+// command, has yet to move them, and Redis, whose timeout check cannot
+// run during a command, moves them before it checks. Any goroutine.
 func (s *session) expireIdle(now time.Time) {
 	s.mu.Lock()
-	expired := s.idleTimeout > 0 && (s.waiting || s.sending) && !s.closed && !s.snap.Monitor && now.Sub(s.idleSince) >= s.idleTimeout
+	expired := s.idleTimeout > 0 && (s.waiting || s.sending) && !s.closed && !s.snap.Monitor &&
+		now.Sub(s.idleSince) >= s.idleTimeout && !s.drv.ready(s.sending)
 	if expired {
 		s.closed, s.closeErr, s.waiting, s.sending = true, errIdleTimeout, false, false
 		s.drv.shutSocket() // under s.mu: the driver closes the socket only once closed is set

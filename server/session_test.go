@@ -61,11 +61,16 @@ func (c *scriptSession) Dispatch(w commands.Writer, args [][]byte) commands.Effe
 	return 0
 }
 
-// fakeDriver counts what a session asks of its driver.
-type fakeDriver struct{ wakes, shuts int }
+// fakeDriver counts what a session asks of its driver; socketReady is
+// what it answers ready.
+type fakeDriver struct {
+	wakes, shuts int
+	socketReady  bool
+}
 
-func (d *fakeDriver) wake()       { d.wakes++ }
-func (d *fakeDriver) shutSocket() { d.shuts++ }
+func (d *fakeDriver) wake()           { d.wakes++ }
+func (d *fakeDriver) shutSocket()     { d.shuts++ }
+func (d *fakeDriver) ready(bool) bool { return d.socketReady }
 
 // sessionRig drives a session as a driver would, with byte slices and a
 // clock the test moves.
@@ -120,8 +125,11 @@ type sessionStep struct {
 	complete int           // complete HOLD number complete-1 (0: none), with +H<n>
 	panics   bool          // the completion's write panics
 	advance  time.Duration // the clock moves on, then the idle check runs
-	shutdown bool
-	close    bool
+	// socketReady: during the idle check, the socket has bytes or room
+	// for output that the driver, held up, has yet to move
+	socketReady bool
+	shutdown    bool
+	close       bool
 
 	want     string // the bytes sent, all writes together
 	wantStep step
@@ -202,6 +210,13 @@ func TestSession(t *testing.T) {
 			{complete: 1, want: "+H0\r\n", wantStep: stepRead},
 			{advance: idle, wantStep: stepClose, wantErr: errIdleTimeout},
 		}, "HOLD"},
+		{"no idle timeout while the socket waits for the driver", []sessionStep{
+			{feed: "PING\r\n", want: "+PONG\r\n", wantStep: stepRead},
+			{advance: idle, socketReady: true, wantStep: stepRead},
+			{feed: "PING\r\n", want: "+PONG\r\n", wantStep: stepRead},
+			{advance: idle - 1, wantStep: stepRead},
+			{advance: 1, wantStep: stepClose, wantErr: errIdleTimeout},
+		}, "PING PING"},
 		{"shutdown when idle closes at once", []sessionStep{
 			{feed: "PING\r\n", want: "+PONG\r\n", wantStep: stepRead},
 			{shutdown: true, wantStep: stepClose, wantErr: errShutdown},
@@ -241,6 +256,7 @@ func TestSession(t *testing.T) {
 						w.WriteString("H" + strconv.Itoa(n))
 					}))
 				}
+				r.drv.socketReady = st.socketReady
 				if st.advance > 0 {
 					r.now = r.now.Add(st.advance)
 					r.s.expireIdle(r.now)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"testing"
 	"time"
 )
@@ -102,5 +103,36 @@ func testCloseDropsConnections(t *testing.T, cfg Config) {
 	c.expectClosed()
 	if err := h.serveResult(); !errors.Is(err, ErrServerClosed) {
 		t.Errorf("Serve = %v", err)
+	}
+}
+
+// TestShutdownKeepsIdleTimeout: while Shutdown waits for a client's
+// replies to be sent, a client that takes none of them is still closed
+// after Config.IdleTimeout, so Shutdown ends without its context ending.
+func TestShutdownKeepsIdleTimeout(t *testing.T) { forEachPath(t, testShutdownKeepsIdleTimeout) }
+
+func testShutdownKeepsIdleTimeout(t *testing.T, cfg Config) {
+	cfg.IdleTimeout = 100 * time.Millisecond
+	h := start(t, cfg)
+	c := h.dial()
+	if err := c.Conn.(*net.TCPConn).SetReadBuffer(4096); err != nil {
+		t.Fatal(err)
+	}
+	c.send("BIG 16000000\r\n") // more than the sockets hold
+	c.expect("$16000000\r\n")  // and nothing more: the rest waits for the client
+
+	done := make(chan error, 1)
+	go func() { done <- h.srv.Shutdown(context.Background()) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Shutdown = %v", err)
+		}
+	case <-time.After(testTimeout):
+		t.Fatalf("Shutdown still waits for a client that took nothing for %v, past its idle timeout", testTimeout)
+	}
+	h.logs.wait(t, "server: connection closed")
+	if !strings.Contains(h.logs.String(), errIdleTimeout.Error()) {
+		t.Errorf("the client was not closed for the idle timeout:\n%s", h.logs)
 	}
 }
