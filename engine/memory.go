@@ -41,6 +41,16 @@ func keyCost(f Family, n int) int64 {
 	return int64(n) + keyOverhead
 }
 
+// bytesOf is what ent's key uses by the keyspace's estimate: its keyCost
+// and, for an SW key, its log's ring.
+func (s *shard) bytesOf(ent *entry) int64 {
+	n := keyCost(ent.family(), int(ent.size()))
+	if ent.family() == FamilySW {
+		n += s.log(ent).bytes()
+	}
+	return n
+}
+
 // MaxMemory is Options.MaxMemory: the bound on Used, 0 for none.
 func (e *Engine) MaxMemory() int64 { return e.maxMemory }
 
@@ -64,17 +74,17 @@ func (s *shard) fits(cost int64) bool {
 
 // makeRoom evicts the shard's keys, the soonest to expire first, until cost
 // more bytes fit its budget, and reports whether they do. It never evicts a
-// key that expires at or after outlive: when that key would be next,
-// makeRoom stops and reports false (Restore passes the new key's expiry, so
-// that a key read back never pushes out keys that outlive it; create passes
-// anyExpiry). It reports false, evicting nothing, when cost alone is over
-// the budget, and true when only pinned keys are left: a ThrottleAll's
-// reserve has counted them.
+// key that expires at or after outlive (Restore passes the new key's
+// expiry, so that a key read back never pushes out keys that outlive it;
+// create passes anyExpiry). It reports false, evicting nothing, when cost
+// alone is over the budget or evicting every key that expires before
+// outlive would not make room, and true when only pinned keys are left: a
+// ThrottleAll's reserve has counted them.
 func (s *shard) makeRoom(cost, outlive, nowMs int64) bool {
 	if s.budget == 0 {
 		return true
 	}
-	if cost > s.budget {
+	if cost > s.budget || outlive != anyExpiry && !s.roomBefore(cost, outlive) {
 		return false
 	}
 	for !s.fits(cost) {
@@ -88,6 +98,32 @@ func (s *shard) makeRoom(cost, outlive, nowMs int64) bool {
 		s.evict(i, nowMs)
 	}
 	return true
+}
+
+// roomBefore reports whether cost more bytes would fit the budget with
+// every key that expires before outlive evicted (pinned keys aside), so
+// that makeRoom refuses before it evicts anything rather than after. It
+// reads the buckets in order, up to the first that starts at or after
+// outlive (a key is filed at or before its expiry), and stops as soon as
+// the keys seen make room.
+func (s *shard) roomBefore(cost, outlive int64) bool {
+	short := s.used.Load() + cost - s.budget // bytes to free
+	for num := uint32(0); short > 0; num++ {
+		b := s.expiry.from(num)
+		if b == nil || bucketStart(b.num) >= outlive {
+			return false
+		}
+		num = b.num
+		for _, slot := range b.slots {
+			if ent := &s.entries[slot]; ent.expireAt < outlive && !ent.pinned() {
+				short -= s.bytesOf(ent)
+			}
+		}
+		if num == math.MaxUint32 {
+			break
+		}
+	}
+	return short <= 0
 }
 
 // makeRoomFor brings the shard back within its budget after ent grew (an

@@ -20,9 +20,13 @@ package engine
 // unreachable at start, count only if their copy wins.) When memory's state
 // wins or changes, the key is noted as changed so that the backing store
 // gets it. A key of another family in memory is newer than the copy and
-// stays. Under Options.MaxMemory, a new key evicts the keys that expire
-// before it, and is itself evicted (not taken, and noted as changed so the
-// backing store deletes it) when it would expire first.
+// stays. Under Options.MaxMemory, a new key (an SW key's log counted)
+// evicts the keys that expire before it, and is itself evicted (not taken,
+// and noted as changed so the backing store deletes it), evicting nothing,
+// when it would not fit beside the keys that outlive it. An SW key whose
+// log alone is over the budget, as a log may grow in memory, is taken when
+// every other key expires before it. A log taken in place of a shorter one
+// makes room as a growing log does.
 func (e *Engine) Restore(rec Record) bool {
 	nowMs := e.nowMs()
 	if rec.Deleted || rec.Family == FamilyNone || nowMs > rec.ExpireAtMs || !rec.wellFormed() {
@@ -41,7 +45,14 @@ func (e *Engine) Restore(rec Record) bool {
 	}
 	switch {
 	case ent == nil:
-		if !s.makeRoom(keyCost(rec.Family, len(rec.Key)), rec.ExpireAtMs, nowMs) {
+		cost := keyCost(rec.Family, len(rec.Key))
+		if rec.Family == FamilySW && s.budget > 0 {
+			// A log may outgrow the whole budget in memory, which keeps
+			// its key, alone, over it (makeRoomFor): read back, such a
+			// key needs every other key evicted, as it had them then.
+			cost = max(cost, min(cost+restoredBytes(rec.Log, rec.Quantities), s.budget))
+		}
+		if !s.makeRoom(cost, rec.ExpireAtMs, nowMs) {
 			// Memory is full of keys that outlive this one: it is the one
 			// to evict, here and in the backing store.
 			s.evicted.Add(1)
@@ -52,9 +63,9 @@ func (e *Engine) Restore(rec Record) bool {
 	case ent.family() != rec.Family:
 		return false // memory's key, of another family, is newer than the copy
 	default:
-		return s.merge(ent, rec)
+		return s.merge(ent, rec, nowMs)
 	}
-	s.take(ent, rec)
+	s.take(ent, rec, nowMs)
 	return true
 }
 
@@ -70,7 +81,7 @@ func (rec *Record) wellFormed() bool {
 }
 
 // take gives ent the record's state, replacing its own.
-func (s *shard) take(ent *entry, rec Record) {
+func (s *shard) take(ent *entry, rec Record, nowMs int64) {
 	switch rec.Family {
 	case FamilyCL:
 		ent.state = rec.TAT
@@ -82,13 +93,20 @@ func (s *shard) take(ent *entry, rec Record) {
 		l := s.log(ent)
 		before := l.bytes()
 		s.logs.restore(l, rec.Log, rec.Quantities)
-		s.used.Add(l.bytes() - before)
+		if grew := l.bytes() - before; grew != 0 {
+			s.used.Add(grew)
+			if grew > 0 {
+				// A log that replaces a shorter one makes room as a
+				// growing log does; a new key's room is made already.
+				s.makeRoomFor(ent, nowMs)
+			}
+		}
 	}
 }
 
 // merge merges rec into ent, a live key of the same family, as Restore
 // describes, and reports whether anything of rec was taken.
-func (s *shard) merge(ent *entry, rec Record) bool {
+func (s *shard) merge(ent *entry, rec Record, nowMs int64) bool {
 	taken, kept := false, false // rec's state taken; memory's state kept
 	switch rec.Family {
 	case FamilyCL:
@@ -125,7 +143,7 @@ func (s *shard) merge(ent *entry, rec Record) bool {
 	}
 	if taken {
 		s.setExpiry(ent, rec.ExpireAtMs)
-		s.take(ent, rec)
+		s.take(ent, rec, nowMs)
 	}
 	return taken
 }

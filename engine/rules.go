@@ -128,7 +128,7 @@ func (e *Engine) throttleAll(tx *Txn, rules []Rule, quantity int64, quantities [
 		return e.judge(s, rules[i], now, qtyOf(i, qty), &vs[i])
 	}
 	commit := func() error {
-		budgeted, err := e.reserve(vs, rules, now)
+		budgeted, err := reserve(vs, rules, now, func(i int) int64 { return qtyOf(i, quantity) })
 		if err != nil {
 			return err
 		}
@@ -299,65 +299,6 @@ func (s *shard) ensure(key []byte, ent *entry, f Family, expireAt, nowMs int64) 
 		return ent
 	}
 	return s.create(key, f, expireAt, nowMs)
-}
-
-// reserve makes sure that recording every rule fits the shards' memory
-// budgets before any rule is recorded, so that ThrottleAll stays all or
-// nothing: it pins the rules' existing keys, which eviction then passes
-// over, and checks that each shard can hold its new keys beside them. It
-// returns ErrOutOfMemory, having changed nothing, when one cannot. Where no
-// shard has a budget nothing is evicted, so nothing needs pinning: it
-// reports whether it pinned.
-func (e *Engine) reserve(vs []verdict, rules []Rule, now int64) (budgeted bool, err error) {
-	for i := range vs {
-		budgeted = budgeted || vs[i].s.budget > 0
-	}
-	if !budgeted {
-		return false, nil
-	}
-	for i := range vs {
-		s := vs[i].s
-		if s.budget == 0 {
-			continue
-		}
-		need := int64(0)
-		for j := range vs {
-			if vs[j].s != s {
-				continue
-			}
-			if ent := vs[j].current(rules[j].Key); ent != nil {
-				need += keyCost(ent.family(), int(ent.size()))
-				if ent.family() == FamilySW {
-					need += s.log(ent).bytes()
-				}
-			} else {
-				need += keyCost(rules[j].Family, len(rules[j].Key))
-			}
-		}
-		if need > s.budget {
-			return true, ErrOutOfMemory
-		}
-	}
-	for k := range vs {
-		pin(vs, rules, k, true)
-	}
-	return true, nil
-}
-
-// pin pins rule k's key if it exists, so that recording a later rule's new
-// key cannot evict it.
-func pin(vs []verdict, rules []Rule, k int, pinned bool) {
-	s := vs[k].s
-	if slot, _, ok := s.find(rules[k].Key); ok {
-		s.entries[slot].setPinned(pinned)
-	}
-}
-
-// unpin releases the keys reserve and ThrottleAll pinned.
-func unpin(vs []verdict, rules []Rule) {
-	for k := range vs {
-		pin(vs, rules, k, false)
-	}
 }
 
 // duplicateKey finds the first rule that names an earlier rule's key, and

@@ -21,6 +21,13 @@ import "math/bits"
 // again, from the requests held, whenever the ring shrinks, or grows for a
 // request that does not fit it as it is encoded.
 //
+// latest is the latest time held, which a decision's reset_after counts
+// from. It is the newest request's unless an older one is later (restored
+// from a clock ahead of ours, or recorded before the clock stepped back);
+// and it stays held as long as any request is, since a request leaves the
+// window only after every request before it, and once the latest one has,
+// so has every other.
+//
 // oldest repeats the time of the oldest request, so that a decision in
 // which no request leaves the window (most of them, when requests come
 // faster than the window slides) reads the log's header alone, not its
@@ -37,12 +44,12 @@ type swLog struct {
 	n      int    // the ring's length in words; 0 when it has none
 	base   int64  // compact form: the time offsets count from
 	oldest int64  // time of the request at head, when size > 0
+	latest int64  // the latest time held, when size > 0
 	size   int    // requests held
 	total  int64  // sum of the quantities held
 	head   uint32 // index of the oldest request
 	qbits  uint8  // compact form: low bits holding a quantity less 1
 	wide   bool
-	_      [8]byte // to 64 bytes, a cache line
 }
 
 // bytes is the memory the log's ring takes, for the keyspace's estimate.
@@ -175,11 +182,12 @@ func (s *swSpan) compact() (base int64, qbits uint8, ok bool) {
 	return s.lo, q, uint64(s.hi)-uint64(s.lo) <= 1<<(63-q)
 }
 
-// span returns what choosing a form needs to know of the requests held and
-// of one more, at at, of quantity n, unless n is 0.
-func (l *swLog) span(ring []uint64, at int64, n uint32) swSpan {
+// span returns what choosing a form needs to know of the requests held,
+// from the from-th oldest on, and of one more, at at, of quantity n, unless
+// n is 0.
+func (l *swLog) span(ring []uint64, from int, at int64, n uint32) swSpan {
 	var s swSpan
-	for i := range l.size {
+	for i := from; i < l.size; i++ {
 		s.add(l.get(ring, i))
 	}
 	if n > 0 {
@@ -229,19 +237,20 @@ func slidingLog(now int64, l *swLog, ring []uint64, q WindowQuota, qty int64) (D
 	}
 	if qty <= q.Limit-total {
 		d.Remaining = q.Limit - total - qty
-		if size > 0 || qty > 0 {
-			newest := now
-			if qty == 0 {
-				newest = l.newest(ring)
-			}
-			d.ResetAfter = newest + q.Window - now
+		switch {
+		case size > 0 && qty > 0:
+			d.ResetAfter = max(l.latest, now) + q.Window - now
+		case size > 0:
+			d.ResetAfter = l.latest + q.Window - now
+		case qty > 0:
+			d.ResetAfter = q.Window
 		}
 		return d, v
 	}
 	d.Limited = true
 	d.Remaining = max(q.Limit-total, 0)
 	if size > 0 {
-		d.ResetAfter = l.newest(ring) + q.Window - now
+		d.ResetAfter = l.latest + q.Window - now
 	}
 	if qty > q.Limit {
 		return d, v
@@ -290,8 +299,9 @@ func (ls *swLogs) apply(l *swLog, v swView, now int64, qty, limit int64) int64 {
 		}
 		l.set(ls.ring(l), j, now, n)
 		if l.size == 0 {
-			l.oldest = now
+			l.oldest, l.latest = now, now
 		}
+		l.latest = max(l.latest, now)
 		l.size++
 		l.total += qty
 	}
@@ -306,7 +316,7 @@ func (ls *swLogs) apply(l *swLog, v swView, now int64, qty, limit int64) int64 {
 // the wide form.
 func (ls *swLogs) rebase(l *swLog, at int64, n uint32) {
 	ring := ls.ring(l)
-	s := l.span(ring, at, n)
+	s := l.span(ring, 0, at, n)
 	base, qbits, ok := s.compact()
 	if !ok {
 		ls.resize(l, l.capacity(), at, n)
@@ -359,7 +369,7 @@ func (ls *swLogs) grow(l *swLog, c int, at int64, n uint32) {
 // the form that they and one more, at at, of quantity n (unless n is 0)
 // fit.
 func (ls *swLogs) resize(l *swLog, c int, at int64, n uint32) {
-	s := l.span(ls.ring(l), at, n)
+	s := l.span(ls.ring(l), 0, at, n)
 	words, base, qbits, wide := ringForm(c, &s)
 	off := ls.take(words) // before the old ring is read: taking may move it
 	old, oldRing, ring := *l, ls.ring(l), ls.at(off, words)
@@ -385,14 +395,7 @@ func ringForm(c int, s *swSpan) (words int, base int64, qbits uint8, wide bool) 
 // quantities qs, oldest first, in a ring of the smallest power of two (at
 // least 4) that holds them; apply then grows it as usual.
 func (ls *swLogs) restore(l *swLog, times []int64, qs []uint32) {
-	c := 4
-	for c < len(times) {
-		c *= 2
-	}
-	var s swSpan
-	for i, at := range times {
-		s.add(at, qs[i])
-	}
+	c, s := restoredSpan(times, qs)
 	ls.release(l)
 	words, base, qbits, wide := ringForm(c, &s)
 	*l = swLog{off: ls.take(words), n: words, base: base, qbits: qbits, wide: wide, size: len(times)}
@@ -402,8 +405,31 @@ func (ls *swLogs) restore(l *swLog, times []int64, qs []uint32) {
 		l.total += int64(qs[i])
 	}
 	if len(times) > 0 {
-		l.oldest = times[0]
+		l.oldest, l.latest = times[0], s.hi
 	}
+}
+
+// restoredSpan returns the capacity of the ring restore makes for the
+// requests at times with quantities qs, and what choosing its form needs to
+// know of them.
+func restoredSpan(times []int64, qs []uint32) (int, swSpan) {
+	c := 4
+	for c < len(times) {
+		c *= 2
+	}
+	var s swSpan
+	for i, at := range times {
+		s.add(at, qs[i])
+	}
+	return c, s
+}
+
+// restoredBytes is the memory the ring restore makes for the requests at
+// times with quantities qs takes, as swLog.bytes counts it.
+func restoredBytes(times []int64, qs []uint32) int64 {
+	c, s := restoredSpan(times, qs)
+	words, _, _, _ := ringForm(c, &s)
+	return int64(words) * 8
 }
 
 // newSWLogs returns logs holding one log, with the requests at times with

@@ -40,7 +40,7 @@ func modelSW(hist []arrival, now int64, q WindowQuota, qty int64) (modelDecision
 	if total+qty <= q.Limit {
 		if qty > 0 {
 			hist = append(hist, arrival{now, qty})
-			newest, any = now, true
+			newest, any = max(newest, now), true // a later request may be held
 		}
 		d.Remaining = q.Limit - total - qty
 	} else {

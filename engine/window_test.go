@@ -372,3 +372,41 @@ func TestWindowFutureStateStands(t *testing.T) {
 		})
 	}
 }
+
+// TestSWResetAfterCountsLaterRequest: an SW key whose log holds a request
+// later than now (restored from a clock ahead of ours) limits until that
+// request leaves its window, and its reset_after says so, as its PTTL
+// does, whether the call records a request, peeks or is refused; Decide
+// answers the same on the stored state.
+func TestSWResetAfterCountsLaterRequest(t *testing.T) {
+	const w = int64(time.Minute)
+	now := epochDay
+	later := now + w/2
+	e, c := newTestEngine(t)
+	c.Set(time.Unix(0, now))
+	rec := Record{Key: "k", Family: FamilySW, Log: []int64{later}, Quantities: []uint32{1}, ExpireAtMs: expireMs(later + w)}
+	if !e.Restore(rec) {
+		t.Fatal("Restore not taken")
+	}
+	r := Rule{Key: []byte("k"), Family: FamilySW, Window: WindowQuota{Limit: 2, Window: w}}
+	want := later + w - now
+	dd, err := Decide(now, OpWindow, []Rule{r}, []Record{rec}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dd.ResetAfter != want {
+		t.Errorf("Decide: reset_after %v, want %v", time.Duration(dd.ResetAfter), time.Duration(want))
+	}
+	for _, qty := range []int64{1, 0, 1} { // recorded, a peek, refused
+		d, err := e.ThrottleWindow(nil, r, qty)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.ResetAfter != want {
+			t.Errorf("quantity %d (limited %v): reset_after %v, want %v", qty, d.Limited, time.Duration(d.ResetAfter), time.Duration(want))
+		}
+		if pttl := e.PTTL(nil, r.Key); pttl+1 < want/1e6 { // gone once the clock is past PTTL
+			t.Errorf("quantity %d: PTTL %d ms, want the key to live until reset_after", qty, pttl)
+		}
+	}
+}
