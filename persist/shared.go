@@ -70,14 +70,17 @@ type SharedOptions struct {
 // instances (the package doc's "Shared mode"). It is safe for concurrent
 // use; its methods answer through callbacks.
 type Shared struct {
-	client  redis.UniversalClient
-	cluster bool
+	// mode is the store's client and whether it is a Redis Cluster's,
+	// replaced once at most, by ask, before the store first counts as up:
+	// no round or publish has used it.
+	mode    atomic.Pointer[storeMode]
 	opts    SharedOptions
 	log     *slog.Logger
 	channel string // the invalidation channel
 
-	mu        sync.Mutex // guards publishes, closed
+	mu        sync.Mutex // guards publishes, started, closed, pubsub and the replacement of mode
 	publishes []string   // invalidation messages to publish
+	started   bool       // Start has started the goroutines
 	closed    bool
 
 	// b decides the queued operations, a round trip at a time.
@@ -89,7 +92,10 @@ type Shared struct {
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // every goroutine Shared starts
-	pubsub *redis.PubSub
+	// published is closed when the publisher has returned, its last
+	// invalidations sent.
+	published chan struct{}
+	pubsub    *redis.PubSub
 
 	down atomic.Bool
 	// ifeq: the store has a compare-and-set of its own (SET IFEQ), which
@@ -105,6 +111,19 @@ type Shared struct {
 	ops sync.Pool
 }
 
+// storeMode is the client Shared sends through and whether the store is a
+// Redis Cluster, read together: the hash-slot rule, the rounds, the probes,
+// the invalidations' publishes and subscription, and the keyspace commands
+// (Keyspace) all see one.
+type storeMode struct {
+	client  redis.UniversalClient
+	cluster bool
+	// unasked, when not nil, is a single address's options whose server
+	// has not said yet whether it is a Redis Cluster node (unaskedClient):
+	// ask asks it at its first answer.
+	unasked *redis.UniversalOptions
+}
+
 // sharedOp is one queued operation.
 type sharedOp struct {
 	op       engine.Op
@@ -116,6 +135,10 @@ type sharedOp struct {
 	// behind: an earlier decision of the caller's connection on its key is
 	// still to be answered, so that the deny cache may not answer this one.
 	behind bool
+	// slotChecked: queued found the op's keys in one hash slot, the store
+	// being a Redis Cluster; an op of several keys queued before the store
+	// turned out to be one is checked by the batcher.
+	slotChecked bool
 
 	// rules' and keys' room for one rule, the common case, and keyBuf the
 	// keys' bytes (op.keys are views of it), kept when the op is released:
@@ -198,8 +221,9 @@ func (o *sharedOp) finish(d engine.Decision, err error) {
 	o.onDecision(d, err)
 }
 
-// NewShared returns a Shared over client; Start starts it. Closing client
-// is the caller's.
+// NewShared returns a Shared over client, which it closes at Close; Start
+// starts it. A client from NewStoreClient whose server did not say whether
+// it is a Redis Cluster node is asked at the store's first answer.
 func NewShared(client redis.UniversalClient, opts SharedOptions) *Shared {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 250 * time.Millisecond
@@ -211,28 +235,77 @@ func NewShared(client redis.UniversalClient, opts SharedOptions) *Shared {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	_, cluster := client.(*redis.ClusterClient)
+	mode := &storeMode{client: client}
+	switch c := client.(type) {
+	case *redis.ClusterClient:
+		mode.cluster = true
+	case *unaskedClient:
+		mode.client, mode.unasked = c.Client, c.opts
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Shared{
-		client:  client,
-		cluster: cluster,
-		opts:    opts,
-		log:     log,
-		channel: opts.Prefix + "cellserver:invalidate",
-		downCh:  make(chan struct{}, 1),
-		pubCh:   make(chan struct{}, 1),
-		stop:    make(chan struct{}),
-		ctx:     ctx,
-		cancel:  cancel,
-		clock:   newSharedClock(),
-		deny:    newDenyCache(opts.CacheKeys, denyBuckets),
+		opts:      opts,
+		log:       log,
+		channel:   opts.Prefix + "cellserver:invalidate",
+		downCh:    make(chan struct{}, 1),
+		pubCh:     make(chan struct{}, 1),
+		stop:      make(chan struct{}),
+		ctx:       ctx,
+		cancel:    cancel,
+		published: make(chan struct{}),
+		clock:     newSharedClock(),
+		deny:      newDenyCache(opts.CacheKeys, denyBuckets),
 	}
+	s.mode.Store(mode)
 	s.b = newBatcher(s, opts.CacheKeys)
 	return s
 }
 
-// Client returns the store's client.
-func (s *Shared) Client() redis.UniversalClient { return s.client }
+// Client returns the store's client: a single Redis's until a store that
+// did not answer at NewStoreClient has said it is a Redis Cluster node, its
+// cluster client after.
+func (s *Shared) Client() redis.UniversalClient { return s.mode.Load().client }
+
+// Keyspace returns the keyspace commands on the store under the prefix, through
+// the client Client returns at each call; a key they delete is invalidated.
+func (s *Shared) Keyspace() *StoreKeys {
+	return &StoreKeys{client: s.Client, prefix: s.opts.Prefix, deleted: func(keys []string) { s.Invalidate(keys...) }}
+}
+
+// ask asks a store that did not answer at NewStoreClient, if not asked yet,
+// whether it is a Redis Cluster node, and turns to a cluster client if it
+// is. It runs before anything else Shared sends to the store, at Start and
+// then on the prober's goroutine (one at a time), and reports whether the
+// mode was decided now.
+func (s *Shared) ask(ctx context.Context) (decided bool, err error) {
+	m := s.mode.Load()
+	if m.unasked == nil {
+		return false, nil
+	}
+	cluster, err := isClusterNode(ctx, m.client)
+	if err != nil {
+		return false, err
+	}
+	next := &storeMode{client: m.client}
+	if cluster {
+		next = &storeMode{client: newStoreClusterClient(m.unasked), cluster: true}
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		if cluster {
+			next.client.Close()
+		}
+		return false, ErrStoreUnavailable
+	}
+	s.mode.Store(next)
+	s.mu.Unlock()
+	if cluster {
+		m.client.Close()
+		s.log.Info("the shared store is a Redis Cluster")
+	}
+	return true, nil
+}
 
 // clockSamples is how many TIME samples Start takes before serving.
 const clockSamples = 5
@@ -240,7 +313,8 @@ const clockSamples = 5
 // Start loads the script, synchronises the clock with the store's,
 // subscribes to invalidations and starts the goroutines. Under
 // FallbackLocal a store that does not answer is not an error: Shared starts
-// down and serves from the local engine until the store answers.
+// down and serves from the local engine until the store answers (and
+// subscribes then, if it had to ask what the store is).
 func (s *Shared) Start(ctx context.Context) error {
 	if s.opts.Local == nil {
 		return errors.New("persist: SharedOptions.Local is required")
@@ -253,20 +327,51 @@ func (s *Shared) Start(ctx context.Context) error {
 		s.log.Warn("shared store unreachable at start: deciding locally until it answers", "err", err)
 		s.markDown()
 	}
-	s.pubsub = s.client.Subscribe(s.ctx, s.channel)
-	s.wg.Add(4)
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrStoreUnavailable
+	}
+	s.started = true
+	s.wg.Add(3)
+	s.mu.Unlock()
+	// Read before the prober runs, which subscribes if it asks.
+	known := s.mode.Load().unasked == nil
 	go s.b.run()
 	go s.probe()
-	go s.listen(s.pubsub.ChannelWithSubscriptions())
 	go s.publisher()
+	if known {
+		s.subscribe()
+	}
 	return nil
 }
 
-// connect loads the script and samples the store's clock.
+// subscribe subscribes to the invalidations through the store's client and
+// starts listen, unless Shared is closed. It runs once, when the store's
+// mode is known: at Start, or when ask decides it.
+func (s *Shared) subscribe() {
+	ps := s.mode.Load().client.Subscribe(s.ctx, s.channel)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		ps.Close()
+		return
+	}
+	s.pubsub = ps
+	s.wg.Add(1)
+	go s.listen(ps.ChannelWithSubscriptions())
+}
+
+// connect asks the store whether it is a Redis Cluster node if that is not
+// known, loads the script and samples the store's clock.
 func (s *Shared) connect(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, max(s.opts.Timeout, time.Second))
 	defer cancel()
-	if err := casScript.Load(ctx, s.client).Err(); err != nil {
+	if _, err := s.ask(ctx); err != nil {
+		return err
+	}
+	client := s.mode.Load().client
+	if err := casScript.Load(ctx, client).Err(); err != nil {
 		return err
 	}
 	if !s.opts.ScriptOnly {
@@ -274,7 +379,7 @@ func (s *Shared) connect(ctx context.Context) error {
 	}
 	for range clockSamples {
 		sent := s.clock.local()
-		t, err := s.client.Time(ctx).Result()
+		t, err := client.Time(ctx).Result()
 		if err != nil {
 			return err
 		}
@@ -283,8 +388,12 @@ func (s *Shared) connect(ctx context.Context) error {
 	return nil
 }
 
-// Close stops every goroutine and waits for them. Queued operations are
-// decided locally (FallbackLocal) or get ErrStoreUnavailable.
+// Close stops every goroutine and waits for them, and closes the store's
+// client. Queued operations are decided locally (FallbackLocal) or get
+// ErrStoreUnavailable. The invalidations not published yet are, within the
+// timeout; then the subscription and the client are closed before the
+// goroutines are waited for: a call to a store that does not answer (a
+// round abandoned, a probe) ends at once, not at its deadline.
 func (s *Shared) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -292,14 +401,19 @@ func (s *Shared) Close() error {
 		return nil
 	}
 	s.closed = true
+	started, pubsub := s.started, s.pubsub
 	s.mu.Unlock()
 	s.b.close()
 	close(s.stop)
 	s.cancel()
-	var err error
-	if s.pubsub != nil {
-		err = s.pubsub.Close()
+	if started {
+		<-s.published
 	}
+	var err error
+	if pubsub != nil {
+		err = pubsub.Close()
+	}
+	s.mode.Load().client.Close()
 	s.wg.Wait()
 	return err
 }
@@ -431,14 +545,12 @@ func (s *Shared) queued(op *sharedOp) bool {
 		return false
 	}
 	op.setKeys(s.opts.Prefix)
-	if s.cluster && len(op.keys) > 1 {
-		slot := keySlot(op.keys[0])
-		for _, k := range op.keys[1:] {
-			if keySlot(k) != slot {
-				op.finish(engine.Decision{}, ErrCrossSlot)
-				return false
-			}
+	if len(op.keys) > 1 && s.mode.Load().cluster {
+		if crossSlot(op.keys) {
+			op.finish(engine.Decision{}, ErrCrossSlot)
+			return false
 		}
+		op.slotChecked = true
 	}
 	if !s.opts.NoDenyCache && op.denyable() && !op.behind && !s.down.Load() {
 		if d, ok := s.deny.lookup(op, now); ok {
@@ -548,7 +660,13 @@ func (s *Shared) probe() {
 				return
 			}
 			ctx, cancel := context.WithTimeout(s.ctx, s.opts.Timeout)
-			err := casScript.Load(ctx, s.client).Err() // a PING that also reloads the script
+			decided, err := s.ask(ctx)
+			if decided {
+				s.subscribe()
+			}
+			if err == nil {
+				err = casScript.Load(ctx, s.Client()).Err() // a PING that also reloads the script
+			}
 			if err == nil {
 				err = s.probeWrite(ctx)
 			}
@@ -575,7 +693,7 @@ func (s *Shared) probe() {
 // key that does not exist: a write the store refuses as it would any, which
 // writes nothing.
 func (s *Shared) probeWrite(ctx context.Context) error {
-	err := s.client.Do(ctx, "set", s.opts.Prefix+"cellserver:write-probe", "x", "xx").Err()
+	err := s.Client().Do(ctx, "set", s.opts.Prefix+"cellserver:write-probe", "x", "xx").Err()
 	if errors.Is(err, redis.Nil) {
 		return nil
 	}

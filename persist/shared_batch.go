@@ -68,6 +68,7 @@ func (b *roundBufs) call() *casCall {
 func (b *batcher) round(ops []*sharedOp) (retry []*sharedOp) {
 	s := b.s
 	rb := &b.bufs
+	mode := s.mode.Load()
 	b.denyEpoch = s.deny.epoch.Load() // before the round reaches the store
 	groups := b.groupOps(ops)
 	now := s.now()
@@ -90,7 +91,7 @@ func (b *batcher) round(ops []*sharedOp) (retry []*sharedOp) {
 	rb.ncalls = 0
 	rb.nnative = 0
 	var bySlot map[int]int
-	if s.cluster {
+	if mode.cluster {
 		bySlot = map[int]int{}
 	}
 	ifeq, native := s.ifeq.Load(), !s.opts.ScriptOnly
@@ -100,7 +101,7 @@ func (b *batcher) round(ops []*sharedOp) (retry []*sharedOp) {
 			continue
 		}
 		i, ok := rb.ncalls-1, rb.ncalls > 0
-		if s.cluster {
+		if mode.cluster {
 			i, ok = bySlot[keySlot(g.keys[0])]
 		}
 		if ok && len(rb.calls[i].keys)+len(g.keys) > maxCallKeys {
@@ -108,7 +109,7 @@ func (b *batcher) round(ops []*sharedOp) (retry []*sharedOp) {
 		}
 		if !ok {
 			i = rb.ncalls
-			if s.cluster {
+			if mode.cluster {
 				bySlot[keySlot(g.keys[0])] = i
 			}
 			rb.call()
@@ -134,7 +135,7 @@ func (b *batcher) round(ops []*sharedOp) (retry []*sharedOp) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		replies, errs, timeNs, timeErr := runCAS(ctx, s.client, calls, natives, s.cluster)
+		replies, errs, timeNs, timeErr := runCAS(ctx, mode.client, calls, natives, mode.cluster)
 		if s.opts.answered != nil {
 			s.opts.answered()
 		}

@@ -157,11 +157,22 @@ func (b *batcher) run() {
 		// An op retried past its deadline waits no more.
 		live := ops[:0]
 		now := s.clock.local()
+		cluster := s.mode.Load().cluster
 		for _, op := range ops {
 			if now > op.deadline {
 				s.timedOut(op)
 				s.release(op)
 				continue
+			}
+			if cluster && !op.slotChecked && len(op.keys) > 1 {
+				// Queued before the store turned out to be a Redis
+				// Cluster (Shared.ask): its keys were not checked.
+				if crossSlot(op.keys) {
+					op.finish(engine.Decision{}, ErrCrossSlot)
+					s.release(op)
+					continue
+				}
+				op.slotChecked = true
 			}
 			live = append(live, op)
 		}

@@ -291,6 +291,7 @@ func (s *Shared) pokePublisher() {
 // At Close it publishes what is left, within the timeout.
 func (s *Shared) publisher() {
 	defer s.wg.Done()
+	defer close(s.published)
 	retry := time.NewTimer(time.Hour)
 	retry.Stop()
 	defer retry.Stop()
@@ -333,7 +334,7 @@ func (s *Shared) publish(msgs []string) error { return s.publishWithin(s.ctx, ms
 func (s *Shared) publishWithin(ctx context.Context, msgs []string) error {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
-	pipe := s.client.Pipeline()
+	pipe := s.Client().Pipeline()
 	for _, m := range msgs {
 		pipe.Publish(ctx, s.channel, m)
 	}

@@ -3,6 +3,8 @@ package persist
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -305,5 +307,162 @@ func lostReplyAppliedOnce(t *testing.T, url string, cluster bool) {
 	}
 	if st := s.Stats(); admitted != 1 {
 		t.Errorf("%d admitted after one refund, want 1; stats %+v", admitted, st)
+	}
+}
+
+// TestSharedAsksClusterAtFirstAnswer: a single address of a Redis Cluster
+// node that is down as Shared starts is asked whether it is a cluster node
+// when it first answers, before anything else is sent to it, and Shared
+// turns to a cluster client: every key is then decided in the store,
+// whichever node holds it (a single client got MOVED for the keys of the
+// other nodes, and the store counted as down after each), THROTTLE.ALL
+// keeps Redis Cluster's hash-slot rule, the keyspace commands walk every
+// master, and the invalidations of another instance arrive.
+func TestSharedAsksClusterAtFirstAnswer(t *testing.T) {
+	t.Parallel()
+	nodes := redistest.StartCluster(t, 3)
+	node := nodes[1]
+	node.Kill()
+	ctx := context.Background()
+	client, unsure, err := NewStoreClient(ctx, node.URL())
+	if err != nil || !unsure {
+		t.Fatalf("NewStoreClient of a node that is down: unsure %v, %v; want unsure", unsure, err)
+	}
+	s := NewShared(client, SharedOptions{Prefix: "ask:", Local: engine.New(engine.Options{SweepInterval: -1}), Timeout: 5 * time.Second})
+	startShared(t, s)
+	if !s.Stats().StoreDown {
+		t.Fatal("the store answered at start")
+	}
+	if _, ok := s.Client().(*redis.ClusterClient); ok {
+		t.Fatal("a cluster client before the store answered")
+	}
+	node.Restart()
+	// The restarted node answers CLUSTERDOWN for a moment, until it has
+	// rejoined the others.
+	waitFor(t, "the cluster ok again", func() bool {
+		for _, nd := range nodes {
+			info, err := nd.Client(t).ClusterInfo(ctx).Result()
+			if err != nil || !strings.Contains(info, "cluster_state:ok") {
+				return false
+			}
+		}
+		return true
+	})
+	waitFor(t, "the store back", func() bool { return !s.Stats().StoreDown })
+	if _, ok := s.Client().(*redis.ClusterClient); !ok {
+		t.Fatalf("the client is a %T once the store answered, want a cluster client", s.Client())
+	}
+	before := s.Stats()
+
+	const n = 30
+	for i := range n {
+		k := fmt.Sprint("k", i)
+		for want := int64(4); want >= 3; want-- {
+			if a := wait(t, throttleAsync(s, k, clQuota, 1)); a.err != nil || a.res.Remaining != want {
+				t.Fatalf("%s: %+v, want %d remaining", k, a, want)
+			}
+		}
+	}
+	if st := s.Stats(); st.Downs != before.Downs || st.LocalDecisions != before.LocalDecisions {
+		t.Errorf("stats %+v, %+v before the decisions: want every decision made in the store", st, before)
+	}
+	for _, nd := range nodes {
+		if size, err := nd.Client(t).DBSize(ctx).Result(); err != nil || size == 0 {
+			t.Errorf("node %s holds %d keys (%v), want some", nd.Addr, size, err)
+		}
+	}
+	if a := wait(t, allAsync(s, []engine.Rule{fwRule("a", 5), fwRule("b", 5)}, 1)); !errors.Is(a.err, ErrCrossSlot) {
+		t.Errorf("THROTTLE.ALL across hash slots: %v, want CROSSSLOT", a.err)
+	}
+	keys := s.Keyspace()
+	if m, err := keys.Len(ctx); err != nil || m != n {
+		t.Errorf("the keyspace's Len = %d, %v; want %d", m, err, n)
+	}
+	for i := range n {
+		if _, ok, err := keys.Get(ctx, fmt.Sprint("k", i)); err != nil || !ok {
+			t.Fatalf("GET k%d: %v, %v", i, ok, err)
+		}
+	}
+
+	// Another instance's invalidation reaches this one's subscription.
+	other, _, err := NewStoreClient(ctx, node.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := NewShared(other, SharedOptions{Prefix: "ask:", Local: engine.New(engine.Options{SweepInterval: -1}), Timeout: 5 * time.Second})
+	startShared(t, b)
+	exhaustCL(t, s, "d")
+	if !remembered(s, "ask:d") {
+		t.Fatal("the refusal was not remembered")
+	}
+	if _, err := b.Keyspace().Delete(ctx, []string{"d"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the deny entry dropped", func() bool { return !remembered(s, "ask:d") })
+}
+
+// TestSharedAsksSingleAtFirstAnswer: a single Redis down as Shared starts
+// is asked when it first answers, and stays a single Redis's: THROTTLE.ALL
+// is atomic across any keys, and the invalidations of another instance
+// arrive through the subscription made then.
+func TestSharedAsksSingleAtFirstAnswer(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	srv.Kill()
+	ctx := context.Background()
+	client, unsure, err := NewStoreClient(ctx, srv.URL())
+	if err != nil || !unsure {
+		t.Fatalf("NewStoreClient of a store that is down: unsure %v, %v; want unsure", unsure, err)
+	}
+	s := NewShared(client, SharedOptions{Local: engine.New(engine.Options{SweepInterval: -1}), Timeout: 5 * time.Second})
+	startShared(t, s)
+	srv.Restart()
+	waitFor(t, "the store back", func() bool { return !s.Stats().StoreDown })
+	if _, ok := s.Client().(*redis.Client); !ok {
+		t.Fatalf("the client is a %T, want a single Redis's", s.Client())
+	}
+	if a := wait(t, allAsync(s, []engine.Rule{fwRule("a", 5), fwRule("b", 5)}, 1)); a.err != nil || a.d.Limited {
+		t.Errorf("THROTTLE.ALL across hash slots on a single Redis: %+v, want admitted", a)
+	}
+	b := NewShared(srv.Client(t), SharedOptions{Local: engine.New(engine.Options{SweepInterval: -1}), Timeout: 5 * time.Second})
+	startShared(t, b)
+	exhaustCL(t, s, "d")
+	if !remembered(s, "d") {
+		t.Fatal("the refusal was not remembered")
+	}
+	if _, err := b.Keyspace().Delete(ctx, []string{"d"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the deny entry dropped", func() bool { return !remembered(s, "d") })
+	if st := s.Stats(); st.Downs != 1 || st.LocalDecisions != 0 {
+		t.Errorf("stats %+v: want the one spell down at start and every decision since made in the store", st)
+	}
+}
+
+// TestSharedCloseWhileStoreStopped: Close with a round waiting on a stopped
+// store (SIGSTOP) returns at once, the round's op answered by the fallback:
+// closing the client cuts the call, which would otherwise wait out the
+// client's read timeout (3 s).
+func TestSharedCloseWhileStoreStopped(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { c.Close() })
+	s := NewShared(c, SharedOptions{Local: engine.New(engine.Options{SweepInterval: -1}), Timeout: 10 * time.Second})
+	startShared(t, s)
+	if a := wait(t, throttleAsync(s, "k", clQuota, 1)); a.err != nil {
+		t.Fatal(a.err)
+	}
+	srv.Pause()
+	defer srv.Resume()
+	ch := throttleAsync(s, "k", clQuota, 1)
+	time.Sleep(100 * time.Millisecond) // the round waits on the stopped store
+	start := time.Now()
+	s.Close()
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("Close took %v with a round waiting on a stopped store, want it within 1s", took)
+	}
+	if a := wait(t, ch); a.err != nil || a.res.Remaining != 4 {
+		t.Errorf("the op under way at Close: %+v, want the local engine's decision", a)
 	}
 }

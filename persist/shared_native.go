@@ -119,7 +119,7 @@ func tallyNative(natives []*nativeCmd) int {
 // with the same error, and applyNative stops sending them.
 func (s *Shared) probeNative(ctx context.Context) bool {
 	cmd := redis.NewStatusCmd(ctx, "set", s.opts.Prefix+"cellserver:cas-probe", "x", "ifeq", "y")
-	_ = s.client.Process(ctx, cmd)
+	_ = s.Client().Process(ctx, cmd)
 	return errors.Is(cmd.Err(), redis.Nil)
 }
 

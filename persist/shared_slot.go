@@ -14,6 +14,17 @@ func keySlot(key string) int {
 	return int(crc16(key) % 16384)
 }
 
+// crossSlot reports whether keys are in more than one hash slot.
+func crossSlot(keys []string) bool {
+	slot := keySlot(keys[0])
+	for _, k := range keys[1:] {
+		if keySlot(k) != slot {
+			return true
+		}
+	}
+	return false
+}
+
 // crc16 is CRC-16/XMODEM, Redis Cluster's key hash.
 func crc16(s string) uint16 {
 	var crc uint16

@@ -547,3 +547,23 @@ func TestSharedAllRefusalNotRemembered(t *testing.T) {
 		t.Errorf("no rules: %v, want ErrNoRules", err)
 	}
 }
+
+// TestSharedCrossSlotQueuedBeforeCluster: a THROTTLE.ALL across hash slots
+// queued while the store was taken for a single Redis, and decided once it
+// turned out to be a Redis Cluster (Shared.ask), is refused with CROSSSLOT
+// and writes nothing, as one queued after.
+func TestSharedCrossSlotQueuedBeforeCluster(t *testing.T) {
+	m, s, _ := newSharedMini(t, SharedOptions{})
+	if keySlot("a") == keySlot("b") {
+		t.Fatal("a and b share a hash slot")
+	}
+	ch := allAsync(s, []engine.Rule{fwRule("a", 5), fwRule("b", 5)}, 1) // queued; the batcher is not running yet
+	s.mode.Store(&storeMode{client: s.Client(), cluster: true})
+	startShared(t, s)
+	if a := wait(t, ch); !errors.Is(a.err, ErrCrossSlot) {
+		t.Errorf("THROTTLE.ALL across slots queued before the store was known a cluster: %+v, want CROSSSLOT", a)
+	}
+	if keys := m.Keys(); len(keys) != 0 {
+		t.Errorf("the store holds %v, want nothing written", keys)
+	}
+}

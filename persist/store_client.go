@@ -13,13 +13,15 @@ import (
 // Redis Cluster node.
 const clusterProbeTimeout = time.Second
 
-// NewStoreClient returns a client of the store at rawURL (see ParseURL).
-// A list of nodes is a Redis Cluster; so is a single address whose server
-// says it is a cluster node (cluster_enabled:1, as behind a managed
-// service's configuration endpoint), which a plain client could not use for
-// keys on other nodes. A server that does not answer within a second is
-// taken as the address says, a single Redis, for the client's life: the
-// second result reports it.
+// NewStoreClient returns a client of the store at rawURL (see ParseURL),
+// for NewShared. A list of nodes is a Redis Cluster; so is a single address
+// whose server says it is a cluster node (cluster_enabled:1, as behind a
+// managed service's configuration endpoint), which a plain client could not
+// use for keys on other nodes. A server that does not answer within a
+// second cannot be asked: the client is then a single Redis's until the
+// store first answers, when a Shared over it asks again, before it sends a
+// decision, and turns to a cluster client if it is a cluster node. The
+// second result reports that case.
 func NewStoreClient(ctx context.Context, rawURL string) (redis.UniversalClient, bool, error) {
 	opts, err := storeOptions(rawURL)
 	if err != nil {
@@ -31,15 +33,33 @@ func NewStoreClient(ctx context.Context, rawURL string) (redis.UniversalClient, 
 	single := redis.NewClient(opts.Simple())
 	ctx, cancel := context.WithTimeout(ctx, clusterProbeTimeout)
 	defer cancel()
-	info, err := single.Info(ctx, "cluster").Result()
+	cluster, err := isClusterNode(ctx, single)
 	if err != nil {
-		return single, true, nil
+		return &unaskedClient{Client: single, opts: opts}, true, nil
 	}
-	if !strings.Contains(info, "cluster_enabled:1") {
+	if !cluster {
 		return single, false, nil
 	}
 	single.Close()
 	return newStoreClusterClient(opts), false, nil
+}
+
+// unaskedClient is the client of a single address whose server could not
+// be asked whether it is a Redis Cluster node: a single Redis's, with the
+// options to make a cluster client of if it is one (Shared.ask).
+type unaskedClient struct {
+	*redis.Client
+	opts *redis.UniversalOptions
+}
+
+// isClusterNode asks a single address's server whether it is a Redis
+// Cluster node.
+func isClusterNode(ctx context.Context, single redis.UniversalClient) (bool, error) {
+	info, err := single.Info(ctx, "cluster").Result()
+	if err != nil {
+		return false, err
+	}
+	return strings.Contains(info, "cluster_enabled:1"), nil
 }
 
 // newStoreClusterClient is shared mode's client of a Redis Cluster. Its

@@ -26,7 +26,9 @@ const flushBatch = 500
 // whole keyspace walk every master. Its methods block: call them off the
 // event loops. It is safe for concurrent use.
 type StoreKeys struct {
-	client redis.UniversalClient
+	// client is the store's client at each call (Shared.Client: a store
+	// that did not answer at start may turn out to be a Redis Cluster).
+	client func() redis.UniversalClient
 	prefix string
 	// deleted is told the keys a DEL, UNLINK or FLUSH removed through this
 	// instance (nil: all of them), so that caches of them are dropped.
@@ -40,14 +42,14 @@ func NewStoreKeys(client redis.UniversalClient, prefix string, deleted func(keys
 	if deleted == nil {
 		deleted = func([]string) {}
 	}
-	return &StoreKeys{client: client, prefix: prefix, deleted: deleted}
+	return &StoreKeys{client: func() redis.UniversalClient { return client }, prefix: prefix, deleted: deleted}
 }
 
 // Get returns key's state as the in-memory keyspace's Get would: its family
 // and, for a CL key, its TAT. A value that is not a limit's state (another
 // application's key) has FamilyNone and ok true.
 func (k *StoreKeys) Get(ctx context.Context, key string) (v engine.Value, ok bool, err error) {
-	val, err := k.client.Get(ctx, k.prefix+key).Result()
+	val, err := k.client().Get(ctx, k.prefix+key).Result()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return v, false, nil
@@ -66,7 +68,7 @@ func (k *StoreKeys) Get(ctx context.Context, key string) (v engine.Value, ok boo
 // PTTL returns key's time to live in milliseconds: -2 when it does not
 // exist, -1 when it has no expiry.
 func (k *StoreKeys) PTTL(ctx context.Context, key string) (int64, error) {
-	d, err := k.client.PTTL(ctx, k.prefix+key).Result()
+	d, err := k.client().PTTL(ctx, k.prefix+key).Result()
 	if err != nil {
 		return 0, err
 	}
@@ -78,7 +80,7 @@ func (k *StoreKeys) PTTL(ctx context.Context, key string) (int64, error) {
 
 // Exists counts the keys that exist, a key named twice counting twice.
 func (k *StoreKeys) Exists(ctx context.Context, keys []string) (int64, error) {
-	pipe := k.client.Pipeline()
+	pipe := k.client().Pipeline()
 	cmds := make([]*redis.IntCmd, len(keys))
 	for i, key := range keys {
 		cmds[i] = pipe.Exists(ctx, k.prefix+key)
@@ -96,7 +98,7 @@ func (k *StoreKeys) Exists(ctx context.Context, keys []string) (int64, error) {
 // Delete removes keys and returns how many existed. Every instance's
 // caches of them are told.
 func (k *StoreKeys) Delete(ctx context.Context, keys []string) (int64, error) {
-	pipe := k.client.Pipeline()
+	pipe := k.client().Pipeline()
 	cmds := make([]*redis.IntCmd, len(keys))
 	for i, key := range keys {
 		cmds[i] = pipe.Del(ctx, k.prefix+key)
@@ -175,7 +177,7 @@ func (k *StoreKeys) Type(ctx context.Context, key string) (string, error) {
 	}
 	// Another application's value: a string, or a key of another type
 	// (Get answers WRONGTYPE's keys as that too).
-	return k.client.Type(ctx, k.prefix+key).Result()
+	return k.client().Type(ctx, k.prefix+key).Result()
 }
 
 // Keys lists every key under the prefix matching pattern.
@@ -224,7 +226,7 @@ func (k *StoreKeys) Flush(ctx context.Context) error {
 		return ErrNoPrefix
 	}
 	err := k.each(ctx, escapeGlob(k.prefix)+"*", func(_ redis.Cmdable, keys []string) error {
-		pipe := k.client.Pipeline()
+		pipe := k.client().Pipeline()
 		for _, key := range keys {
 			pipe.Unlink(ctx, key) // one key a command: keys may be in different slots
 		}
@@ -265,9 +267,10 @@ func (k *StoreKeys) each(ctx context.Context, match string, fn func(node redis.C
 // masters returns the store's masters, ordered by address: the one client
 // of a single Redis, or each master of a cluster.
 func (k *StoreKeys) masters(ctx context.Context) ([]redis.Cmdable, error) {
-	cc, ok := k.client.(*redis.ClusterClient)
+	client := k.client()
+	cc, ok := client.(*redis.ClusterClient)
 	if !ok {
-		return []redis.Cmdable{k.client}, nil
+		return []redis.Cmdable{client}, nil
 	}
 	type node struct {
 		addr string

@@ -12,7 +12,7 @@ import (
 // key's requests and looks only at another key's family (FamilyNone for a
 // value that is not a limit's state, another application's key).
 func (k *StoreKeys) Record(ctx context.Context, key string) (rec engine.Record, ok bool, err error) {
-	val, err := k.client.Get(ctx, k.prefix+key).Result()
+	val, err := k.client().Get(ctx, k.prefix+key).Result()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return rec, false, nil

@@ -24,8 +24,7 @@ var _ commands.Store = sharedStore{}
 
 // shared is shared mode's connection to the store, with what it runs.
 type shared struct {
-	client redis.UniversalClient
-	store  sharedStore
+	store sharedStore
 }
 
 // openShared connects to the store cfg names and starts deciding there; eng
@@ -38,8 +37,7 @@ func openShared(ctx context.Context, cfg config, eng *engine.Engine, log *slog.L
 		return nil, err
 	}
 	if unsure {
-		log.Warn("the shared store did not answer at start: it is taken for a single Redis until restart; " +
-			"if it is a Redis Cluster, list two or more of its nodes in --backing-redis")
+		log.Info("the shared store did not answer at start: whether it is a Redis Cluster is asked when it first answers")
 	}
 	if _, ok := client.(*redis.ClusterClient); ok {
 		log.Info("the shared store is a Redis Cluster")
@@ -62,16 +60,14 @@ func openShared(ctx context.Context, cfg config, eng *engine.Engine, log *slog.L
 		log.Warn("--maxmemory does not bound shared mode's keys: the store's own maxmemory does (it bounds only the local fallback)")
 	}
 	if err := sh.Start(ctx); err != nil {
-		client.Close()
+		sh.Close()
 		return nil, err
 	}
 	if cfg.backingRequired && sh.Stats().StoreDown {
 		sh.Close()
-		client.Close()
 		return nil, errStoreDownAtStart
 	}
-	keys := persist.NewStoreKeys(client, cfg.backingPrefix, func(keys []string) { sh.Invalidate(keys...) })
-	return &shared{client: client, store: sharedStore{sh, keys}}, nil
+	return &shared{store: sharedStore{sh, sh.Keyspace()}}, nil
 }
 
 // errStoreDownAtStart refuses to start with --backing-required when the
@@ -92,10 +88,7 @@ func (s *shared) commandsStore() commands.Store {
 }
 
 // close stops deciding in the store and closes the connection.
-func (s *shared) close() {
-	s.store.Shared.Close()
-	s.client.Close()
-}
+func (s *shared) close() { s.store.Shared.Close() }
 
 // info returns the fields INFO's persistence section adds in shared mode.
 func (s *shared) info() []commands.Setting {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -299,4 +300,92 @@ func TestRunSharedInstanceKilled(t *testing.T) {
 		t.Error("the survivors admitted nothing after the kill")
 	}
 	t.Logf("%d clients of the killed process got errors; the survivors admitted %d after the kill", victimErrs.Load(), ackedAfter.Load())
+}
+
+// TestRunSharedStopWhileStoreStopped: a graceful stop while the store is
+// stopped (SIGSTOP) and marked down returns at once: the prober's call,
+// which waits for the store for up to --shared-timeout (go-redis's read
+// timeout, 3 s, at most), is cut by closing the store's connections, not
+// waited for.
+func TestRunSharedStopWhileStoreStopped(t *testing.T) {
+	t.Parallel()
+	store := redistest.Start(t)
+	r := startRun(t, sharedArgs(store.URL(), "--shared-timeout", "3s"), nil)
+	rdb := redis.NewClient(&redis.Options{Addr: r.addr, MaxRetries: -1, ReadTimeout: 10 * time.Second})
+	t.Cleanup(func() { rdb.Close() })
+	if v := peek(t, rdb, "CL.THROTTLE", "k", 9, 10, 60); v[0] != 0 {
+		t.Fatalf("CL.THROTTLE before the stop: %v", v)
+	}
+	store.Pause()
+	defer store.Resume()
+	// Answered by the fallback once the store has not answered within the
+	// timeout: the store is then down, and the prober tries it.
+	peek(t, rdb, "CL.THROTTLE", "k", 9, 10, 60)
+	if v := infoField(t, rdb, "persistence", "shared_fallback_active"); v != "1" {
+		t.Fatalf("shared_fallback_active = %q after a timeout, want 1", v)
+	}
+	time.Sleep(200 * time.Millisecond) // the prober's first call waits on the stopped store
+	start := time.Now()
+	if code := r.stop(t); code != exitOK {
+		t.Fatalf("exit %d; stderr:\n%s", code, r.stderr.String())
+	}
+	if took := time.Since(start); took > 1500*time.Millisecond {
+		t.Errorf("the stop took %v with no request under way, want it within 1.5s (the prober's call to the stopped store is not waited out)", took)
+	} else {
+		t.Logf("the stop took %v", took)
+	}
+}
+
+// TestRunSharedClusterNodeDownAtStart: --backing-redis names one node of a
+// Redis Cluster, down as cellserver starts. Once it answers it is asked
+// whether it is a cluster node, and cellserver turns to a cluster client:
+// every key is decided in the store, whichever node holds it, and the
+// keyspace commands walk every master. Taken for a single Redis, the
+// store never counted as back (its probe's key got MOVED) and DBSIZE
+// counted one node's keys.
+func TestRunSharedClusterNodeDownAtStart(t *testing.T) {
+	t.Parallel()
+	nodes := redistest.StartCluster(t, 3)
+	node := nodes[0]
+	node.Kill()
+	r := startRun(t, sharedArgs(node.URL()), nil)
+	rdb := newClient(t, r.addr)
+	node.Restart()
+	ctx := context.Background()
+	// The restarted node answers CLUSTERDOWN for a moment, until it has
+	// rejoined the others.
+	deadline := time.Now().Add(30 * time.Second)
+	for _, n := range nodes {
+		for {
+			info, err := n.Client(t).ClusterInfo(ctx).Result()
+			if err == nil && strings.Contains(info, "cluster_state:ok") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the cluster not ok again within 30s: %v\n%s", n.Addr, err, info)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitInfo(t, rdb, "persistence", "shared_fallback_active", "0")
+	const n = 30
+	for i := range n {
+		if v := peek(t, rdb, "CL.THROTTLE", fmt.Sprint("k", i), 9, 10, 60); v[0] != 0 || v[2] != 9 {
+			t.Fatalf("CL.THROTTLE k%d: %v, want admitted with 9 left", i, v)
+		}
+	}
+	if v := infoField(t, rdb, "persistence", "shared_local_decisions"); v != "0" {
+		t.Errorf("shared_local_decisions = %s, want every decision made in the store", v)
+	}
+	if size, err := rdb.DBSize(ctx).Result(); err != nil || size != n {
+		t.Errorf("DBSIZE = %d, %v; want %d, the keys of every master", size, err, n)
+	}
+	for _, nd := range nodes {
+		if size, err := nd.Client(t).DBSize(ctx).Result(); err != nil || size == 0 {
+			t.Errorf("node %s holds %d keys (%v), want some", nd.Addr, size, err)
+		}
+	}
+	if !strings.Contains(r.stderr.String(), "the shared store is a Redis Cluster") {
+		t.Errorf("the log does not say the store is a Redis Cluster:\n%s", r.stderr.String())
+	}
 }
