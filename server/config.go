@@ -101,9 +101,9 @@ type Config struct {
 	PasswordSet bool
 	// IdleTimeout closes a client that has sent nothing for this long, like
 	// Redis's timeout: the connection is closed without a reply. As in
-	// Redis, a client whose replies wait for it counts as idle too unless
-	// it takes some of them within the time. 0 or less means never
-	// (Redis's default, timeout 0).
+	// Redis, a client whose replies wait for it counts as idle too unless,
+	// within the time, it takes some of them or sends requests that are
+	// read. 0 or less means never (Redis's default, timeout 0).
 	IdleTimeout time.Duration
 	// EventLoops is how many event loops serve plain-TCP connections on
 	// Linux: each is a goroutine that waits on an epoll instance for its

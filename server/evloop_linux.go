@@ -35,7 +35,8 @@ type loopGroup struct {
 // the connections registered in it. Level-triggered, as Redis's: a
 // readable socket is read once, the requests run and the replies are
 // written at once; what the socket cannot take waits for it to become
-// writable, and the connection is not read meanwhile.
+// writable, and the connection is read and its requests run meanwhile,
+// their replies kept, until more than maxUnsent bytes wait.
 type evloop struct {
 	srv   *Server
 	loops int // the group's, for wait

@@ -22,9 +22,10 @@ func bigReplies() (req, want string) {
 	return strings.Repeat("BIG 524288\r\n", n) + "PING\r\n", strings.Repeat(reply, n) + "+PONG\r\n"
 }
 
-// startOneLoop serves cfg on a single event loop; the test fails if the
-// loop wrote nothing.
-func startOneLoop(t *testing.T, cfg Config) *harness {
+// startOneLoop serves cfg on a single event loop, calling each of before
+// with the server before it serves; the test fails if the loop wrote
+// nothing.
+func startOneLoop(t *testing.T, cfg Config, before ...func(*Server)) *harness {
 	t.Helper()
 	inner, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -32,7 +33,8 @@ func startOneLoop(t *testing.T, cfg Config) *harness {
 	}
 	var writes atomic.Int64
 	cfg.EventLoops = 1
-	h := startOn(t, inner, cfg, func(s *Server) { countLoopWrites(s, &writes) })
+	before = append(before, func(s *Server) { countLoopWrites(s, &writes) })
+	h := startOn(t, inner, cfg, before...)
 	t.Cleanup(func() {
 		if writes.Load() == 0 {
 			t.Error("the event loop wrote nothing: the connections were served elsewhere")

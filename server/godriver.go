@@ -15,7 +15,9 @@ var aLongTimeAgo = time.Unix(1, 0)
 
 // goDriver runs a session on a goroutine of its own, with blocking reads
 // and writes on its socket: TLS connections, systems without event loops,
-// and Config.EventLoops 0 or less.
+// and Config.EventLoops 0 or less. While the socket takes no more output it
+// blocks in the write and reads nothing, where an event loop reads on up to
+// maxUnsent: that would take a second goroutine.
 type goDriver struct {
 	s     *session
 	nc    net.Conn      // with TLS, the *tls.Conn: the bytes here are decrypted
@@ -65,7 +67,7 @@ func (d *goDriver) shutSocket() {
 // only one that holds it, and while that runs the session neither waits
 // for bytes nor for the socket to take output. The goroutine reads bytes
 // as they arrive and bounds its writes with a deadline of its own.
-func (d *goDriver) ready(bool) bool { return false }
+func (d *goDriver) ready(bool, bool) bool { return false }
 
 // serve runs the session until it ends. Each read from the socket brings a
 // batch of requests, run at once, their replies sent with one write before

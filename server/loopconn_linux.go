@@ -17,7 +17,7 @@ type loopConn struct {
 	l        *evloop
 	fd       int    // -1 once ended
 	sock     int    // the descriptor, for shutSocket on other goroutines
-	interest uint32 // EPOLLIN, EPOLLOUT, or 0 while waiting for a wake
+	interest uint32 // EPOLLIN, EPOLLOUT, both, or 0 while waiting for a wake
 	queued   bool   // c is in l.woken; guarded by l.mu
 }
 
@@ -53,12 +53,15 @@ func (c *loopConn) shutSocket() {
 // ready implements driver: it polls the socket, without waiting, for what
 // the loop would wait for. The session is open, so the loop has not
 // closed the descriptor (end closes it only after finish).
-func (c *loopConn) ready(output bool) bool {
-	events := int16(syscall.EPOLLIN)
-	if output {
-		events = syscall.EPOLLOUT
+func (c *loopConn) ready(input, output bool) bool {
+	var events int16
+	if input {
+		events |= syscall.EPOLLIN
 	}
-	return pollNow(c.sock, events)
+	if output {
+		events |= syscall.EPOLLOUT
+	}
+	return events != 0 && pollNow(c.sock, events)
 }
 
 // pollFd is poll(2)'s struct pollfd.
@@ -87,8 +90,11 @@ func (l *evloop) serve(c *loopConn, events uint32) {
 			l.end(c)
 		}
 	}()
+	if c.interest&syscall.EPOLLOUT != 0 {
+		c.s.writable() // or failed: the write says which
+	}
 	switch {
-	case c.interest == syscall.EPOLLIN:
+	case c.interest&syscall.EPOLLIN != 0 && events&^syscall.EPOLLOUT != 0:
 		n, err := syscall.Read(c.fd, c.s.room())
 		switch {
 		case n > 0:
@@ -119,7 +125,10 @@ func (l *evloop) serveSafely(c *loopConn) {
 }
 
 // advance runs c's session until it must wait: for its socket to become
-// readable or writable, or for a paused command to complete.
+// readable or writable, or for a paused command to complete. While the
+// socket takes no more output, the session goes on running what it has
+// read, and the loop waits for the socket to become writable as well as
+// for what the session asks.
 func (l *evloop) advance(c *loopConn) {
 	s := c.s
 	for {
@@ -131,8 +140,6 @@ func (l *evloop) advance(c *loopConn) {
 			case nil:
 			case syscall.EAGAIN:
 				s.waitSending(time.Now()) // not now: the batch may have run long
-				l.watch(c, syscall.EPOLLOUT)
-				return
 			default:
 				s.fail(err)
 			}
@@ -140,13 +147,21 @@ func (l *evloop) advance(c *loopConn) {
 			l.end(c)
 			return
 		case stepWait:
-			l.watch(c, 0)
+			l.watch(c, c.unsent())
 			return
 		case stepRead:
-			l.watch(c, syscall.EPOLLIN)
+			l.watch(c, syscall.EPOLLIN|c.unsent())
 			return
 		}
 	}
+}
+
+// unsent is EPOLLOUT if output waits for c's socket to take it, else 0.
+func (c *loopConn) unsent() uint32 {
+	if len(c.s.output()) > 0 {
+		return syscall.EPOLLOUT
+	}
+	return 0
 }
 
 // send writes what c's session has ready; EAGAIN when the socket cannot
@@ -167,9 +182,9 @@ func (l *evloop) send(c *loopConn) error {
 	}
 }
 
-// watch makes the loop wait for c's socket to become readable (EPOLLIN) or
-// writable (EPOLLOUT), or for nothing but a hang-up (0). If it cannot, the
-// session fails and the next advance ends it.
+// watch makes the loop wait for c's socket to become readable (EPOLLIN),
+// writable (EPOLLOUT) or either, or for nothing but a hang-up (0). If it
+// cannot, the session fails and the next advance ends it.
 func (l *evloop) watch(c *loopConn, interest uint32) {
 	if c.interest == interest || c.fd < 0 {
 		return

@@ -30,6 +30,14 @@ type Server struct {
 	// pushLimit, if set before Serve, replaces maxPushBacklog; the tests'
 	// slow monitors pass a small one.
 	pushLimit int
+	// unsentLimit, if set before Serve, replaces maxUnsent; the tests'
+	// clients that read nothing pass a small one.
+	unsentLimit int
+	// unsentFull, if set before Serve, is called on a connection's driver
+	// each time the connection stops being read because more than its
+	// unsent limit of replies wait for its socket, with those bytes and the
+	// capacity of the buffer that holds them. It must not block.
+	unsentFull func(unsent, capacity int)
 
 	mu        sync.Mutex // guards the fields below
 	ln        *listener
@@ -63,6 +71,15 @@ func (s *Server) pushBacklog() int {
 		return s.pushLimit
 	}
 	return maxPushBacklog
+}
+
+// unsentBacklog is how many reply bytes may wait for a client's socket
+// while the client's requests are still read.
+func (s *Server) unsentBacklog() int {
+	if s.unsentLimit > 0 {
+		return s.unsentLimit
+	}
+	return maxUnsent
 }
 
 // ListenAndServe listens on Config.Addr over TCP and serves. It returns

@@ -14,13 +14,26 @@ import (
 
 // maxBatchReply is how many reply bytes a batch may buffer before they are
 // sent in the middle of it, so that a pipeline of commands with big
-// replies does not make the server hold all of them at once.
+// replies does not make the server hold all of them at once while the
+// client takes them.
 const maxBatchReply = 64 << 10
+
+// maxUnsent is how many reply bytes may wait for a client's socket, which
+// takes no more for now, while its requests are still read and run: a
+// client that writes its whole pipeline before it reads a reply
+// (go-redis's Pipeline does) must not find the server blocked in a write
+// to it while it blocks in its own. Past it the connection is not read
+// until the socket takes some, so that a client that never reads costs a
+// bounded memory. Redis 7.0 keeps reading a normal client without a limit
+// (client-output-buffer-limit normal 0 0 0); 64 MiB is about two million
+// CL.THROTTLE replies, and a request may take as much memory
+// (proto-max-bulk-len is 512 MiB).
+const maxUnsent = 64 << 20
 
 // maxHeldCommands is how many paused commands one connection may have
 // before it stops reading: with maxBatchReply bytes held behind a paused
-// reply, it bounds what a client pipelining without reading its replies
-// makes the server hold.
+// reply, it bounds what a client pipelining commands that pause makes the
+// server hold behind them.
 const maxHeldCommands = 1024
 
 // publishEvery is how stale the LastActive that other clients see (CLIENT
@@ -48,7 +61,9 @@ type protocolError struct{ msg string }
 
 func (e *protocolError) Error() string { return "Protocol error: " + e.msg }
 
-// step is what a session asks its driver to do next.
+// step is what a session asks its driver to do next. While output() waits
+// for a socket that took no more (waitSending), the driver waits for room
+// for it as well, at stepRead and at stepWait.
 type step uint8
 
 const (
@@ -70,11 +85,11 @@ type driver interface {
 	// reading it (or waiting on it) wakes up and finds the session closed.
 	shutSocket()
 	// ready reports whether the socket has bytes the driver has yet to
-	// read (output false) or room for output it has yet to send (output
-	// true): work that a driver held up by another connection's command
-	// does once that command returns. Called with the session's mu held,
-	// while it is open; it must not block.
-	ready(output bool) bool
+	// read (if input) or room for output it has yet to send (if output):
+	// work that a driver held up by another connection's command does
+	// once that command returns. Called with the session's mu held, while
+	// it is open; it must not block.
+	ready(input, output bool) bool
 }
 
 // session is one client connection without its socket: the requests it
@@ -102,6 +117,11 @@ type session struct {
 	end      error    // the connection ends once the replies before this are sent
 	current  [][]byte // the request running, for a paused command's error text
 	lastPub  time.Time
+	// full: the socket took no more output (waitSending), until the driver
+	// finds it writable or reads bytes; meanwhile the driver waits for it
+	// to take more, and requests are still read and run.
+	full      bool
+	fullSince time.Time // when it last took no more
 
 	idleTimeout time.Duration // Config.IdleTimeout; 0 for none
 
@@ -111,6 +131,9 @@ type session struct {
 	completed bool   // some paused reply has completed since run last looked
 	pushed    []byte // Push's lines, not yet in w; at most pushLimit bytes
 	pushLimit int    // maxPushBacklog, or Server.pushLimit
+	// unsentLimit is maxUnsent, or Server.unsentLimit; set once, at the
+	// start.
+	unsentLimit int
 	// dispatching: a command that paused is still being dispatched on the
 	// driver's goroutine, which looks at completed when it returns, so a
 	// completion meanwhile (a deny-cache hit, a validation error) needs no
@@ -118,12 +141,16 @@ type session struct {
 	dispatching bool
 	closing     bool // Shutdown: end once nothing is left to run or send
 	waiting     bool // the driver waits for bytes with nothing pending: Shutdown may close at once
-	// sending: the driver waits for the socket to take output; the idle
-	// clock runs meanwhile, as Redis counts only bytes moved as activity.
-	sending   bool
-	idleSince time.Time
-	closed    bool
-	closeErr  error
+	// sending: the driver waits for the socket to take output (full); the
+	// idle clock runs meanwhile, as Redis counts only bytes moved as
+	// activity.
+	sending bool
+	// readingToo: while sending, the driver waits for bytes as well, the
+	// replies waiting being no more than unsentLimit.
+	readingToo bool
+	idleSince  time.Time
+	closed     bool
+	closeErr   error
 }
 
 // newSession returns the session of a connection just accepted, driven by
@@ -131,7 +158,7 @@ type session struct {
 func newSession(srv *Server, id int64, addr string, cs commands.Session, drv driver, now time.Time) *session {
 	s := &session{srv: srv, id: id, addr: addr, cs: cs, drv: drv, rd: newRequestReader(srv.lim),
 		idleTimeout: srv.cfg.IdleTimeout, lastPub: now, idleSince: now, pushLimit: srv.pushBacklog(),
-		waiting: true} // for its first bytes, even before a busy loop adopts it
+		unsentLimit: srv.unsentBacklog(), waiting: true} // for its first bytes, even before a busy loop adopts it
 	s.w.sess = s
 	s.w.proto = cs.Proto()
 	s.unauth = cs.AuthRequired()
@@ -146,11 +173,13 @@ func (s *session) room() []byte {
 }
 
 // received records n bytes read into room, and err if the read failed or
-// the client closed (io.EOF): the bytes before it run first.
+// the client closed (io.EOF): the bytes before it run first. Output
+// waiting for the socket is tried again, which restarts the idle clock.
 func (s *session) received(n int, err error) {
 	s.mu.Lock()
 	s.waiting = false
 	s.mu.Unlock()
+	s.full = false
 	s.rd.filled(n)
 	if err != nil && s.readErr == nil {
 		s.readErr = err
@@ -163,6 +192,10 @@ func (s *session) output() []byte { return s.w.ready() }
 
 // sent records that the driver sent the first n bytes of output.
 func (s *session) sent(n int) { s.w.sent(n) }
+
+// writable records that the socket, which took no more output, may take
+// some now (or has failed, which sending reports): next asks for a write.
+func (s *session) writable() { s.full = false }
 
 // fail ends the session at once with err, dropping whatever is pending: the
 // driver could not use the socket.
@@ -178,11 +211,12 @@ func (s *session) fail(err error) {
 // that may run now, stopping early when maxBatchReply bytes are ready to
 // send (the driver sends them and calls run again) or when the replies held
 // behind paused ones are too many (heldFull: the rest waits, unread, for
-// them to complete).
+// them to complete). While the socket takes no more output (full), replies
+// ready are kept up to unsentLimit instead.
 func (s *session) run(now time.Time) {
 	s.mu.Lock()
 	closed, completed := s.closed, s.completed
-	s.completed = false
+	s.completed, s.sending = false, false // not idle while it runs
 	s.takePushedLocked()
 	s.mu.Unlock()
 	if closed {
@@ -195,7 +229,11 @@ func (s *session) run(now time.Time) {
 		return
 	}
 	info, started := false, false
-	for len(s.w.ready()) <= maxBatchReply && !s.w.heldFull() {
+	limit := maxBatchReply
+	if s.full {
+		limit = s.unsentLimit
+	}
+	for len(s.w.ready()) <= limit && !s.w.heldFull() {
 		args := s.waitArgs
 		if args == nil {
 			var st parseStatus
@@ -320,21 +358,24 @@ func (s *session) publish(now time.Time, ran, changed bool) {
 }
 
 // next says what the driver must do now that run has run. now stamps the
-// start of an idle wait.
+// start of an idle wait. While output waits for the socket (full), the
+// driver waits for the socket to take it, whatever the step, and for
+// bytes too if the step is stepRead.
 func (s *session) next(now time.Time) step {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.sending = false
+	s.sending, s.readingToo = false, false
+	unsent := len(s.w.ready())
 	switch {
 	case s.closed:
 		return stepClose
-	case len(s.w.ready()) > 0:
+	case unsent > 0 && !s.full:
 		return stepWrite
 	case s.completed:
 		return stepWait // wake is on its way: run will write the completed reply
 	}
 	pending := s.w.pending()
-	if !pending {
+	if !pending && unsent == 0 {
 		switch {
 		case s.end != nil:
 			return s.closeLocked(s.end)
@@ -344,8 +385,21 @@ func (s *session) next(now time.Time) step {
 			return s.closeLocked(errShutdown)
 		}
 	}
+	if unsent > 0 { // the socket is full: idle unless it takes some or bytes are read
+		s.sending, s.idleSince = true, s.fullSince
+	}
 	if s.end != nil || s.waitArgs != nil || s.readErr != nil || s.closing || s.w.heldFull() {
-		return stepWait // for the paused commands, reading nothing meanwhile
+		return stepWait // for the paused commands or the socket, reading nothing meanwhile
+	}
+	if unsent > 0 { // read on meanwhile, up to the limit
+		if unsent > s.unsentLimit {
+			if full := s.srv.unsentFull; full != nil {
+				full(unsent, cap(s.w.out))
+			}
+			return stepWait
+		}
+		s.readingToo = true
+		return stepRead
 	}
 	if !pending && !s.waiting { // idle from now, until bytes arrive
 		s.waiting, s.idleSince = true, now
@@ -387,14 +441,14 @@ func (s *session) idleDeadline() time.Time {
 	return s.idleSince.Add(s.idleTimeout)
 }
 
-// waitSending records that the driver waits, from now, for the socket to
-// take the output: if it takes none until Config.IdleTimeout, expireIdle
-// closes the connection, as Redis's timeout closes a client that neither
-// sends nor reads. The next call to next ends the wait.
+// waitSending records that the socket, at now, took no more of the
+// output: the driver waits for it to take more, and run and next go on
+// without it. If it takes none, and the client sends nothing that is read,
+// until Config.IdleTimeout, expireIdle closes the connection, as Redis's
+// timeout closes a client that neither sends nor reads. writable and
+// received end the wait.
 func (s *session) waitSending(now time.Time) {
-	s.mu.Lock()
-	s.sending, s.idleSince = true, now
-	s.mu.Unlock()
+	s.full, s.fullSince = true, now
 }
 
 // sendDeadline is when a driver that starts sending output now and blocks
@@ -422,7 +476,7 @@ func (s *session) sendDeadline() time.Time {
 func (s *session) expireIdle(now time.Time) {
 	s.mu.Lock()
 	expired := s.idleTimeout > 0 && (s.waiting || s.sending) && !s.closed && !s.snap.Monitor &&
-		now.Sub(s.idleSince) >= s.idleTimeout && !s.drv.ready(s.sending)
+		now.Sub(s.idleSince) >= s.idleTimeout && !s.drv.ready(s.waiting || s.readingToo, s.sending)
 	if expired {
 		s.closed, s.closeErr, s.waiting, s.sending = true, errIdleTimeout, false, false
 		s.drv.shutSocket() // under s.mu: the driver closes the socket only once closed is set

@@ -62,15 +62,19 @@ func (c *scriptSession) Dispatch(w commands.Writer, args [][]byte) commands.Effe
 }
 
 // fakeDriver counts what a session asks of its driver; socketReady is
-// what it answers ready.
+// what it answers ready, and polled what ready was last asked about.
 type fakeDriver struct {
 	wakes, shuts int
 	socketReady  bool
+	polled       [2]bool // input, output
 }
 
-func (d *fakeDriver) wake()           { d.wakes++ }
-func (d *fakeDriver) shutSocket()     { d.shuts++ }
-func (d *fakeDriver) ready(bool) bool { return d.socketReady }
+func (d *fakeDriver) wake()       { d.wakes++ }
+func (d *fakeDriver) shutSocket() { d.shuts++ }
+func (d *fakeDriver) ready(input, output bool) bool {
+	d.polled = [2]bool{input, output}
+	return d.socketReady
+}
 
 // sessionRig drives a session as a driver would, with byte slices and a
 // clock the test moves.
@@ -105,6 +109,19 @@ func (r *sessionRig) drive() step {
 	}
 }
 
+// driveFull runs the session as drive does, but with a socket that takes
+// no output: the session goes on without it.
+func (r *sessionRig) driveFull() step {
+	for {
+		r.s.run(r.now)
+		st := r.s.next(r.now)
+		if st != stepWrite {
+			return st
+		}
+		r.s.waitSending(r.now)
+	}
+}
+
 // feed hands the session b as one read.
 func (r *sessionRig) feed(b string) {
 	room := r.s.room()
@@ -130,6 +147,9 @@ type sessionStep struct {
 	socketReady bool
 	shutdown    bool
 	close       bool
+	// full: the socket takes no output during the step; writable: it
+	// takes all of it again (reading bytes tries it again too)
+	full, writable bool
 
 	want     string // the bytes sent, all writes together
 	wantStep step
@@ -234,6 +254,52 @@ func TestSession(t *testing.T) {
 		{"big reply sent mid-batch", []sessionStep{
 			{feed: "BIG 70000\r\nPING\r\n", want: big + "+PONG\r\n", wantStep: stepRead},
 		}, "BIG PING"},
+		{"socket full: requests still read and run", []sessionStep{
+			{feed: "PING\r\n", full: true, wantStep: stepRead},
+			{feed: "BIG 70000\r\n" + cmd("ECHO", "a"), full: true, wantStep: stepRead},
+			{writable: true, want: "+PONG\r\n" + big + "$1\r\na\r\n", wantStep: stepRead},
+		}, "PING BIG ECHO"},
+		{"socket full: a paused reply keeps its place", []sessionStep{
+			{feed: "PING\r\nHOLD\r\n", full: true, wantStep: stepRead},
+			{feed: "PING\r\n", full: true, wantStep: stepRead},
+			{complete: 1, full: true, wantStep: stepRead},
+			{writable: true, want: "+PONG\r\n+H0\r\n+PONG\r\n", wantStep: stepRead},
+		}, "PING HOLD PING"},
+		{"socket full: quit waits for its replies", []sessionStep{
+			{feed: "PING\r\nQUIT\r\nPING\r\n", full: true, wantStep: stepWait},
+			{writable: true, want: "+PONG\r\n+OK\r\n", wantStep: stepClose, wantErr: errQuit},
+		}, "PING QUIT"},
+		{"socket full: a protocol error waits for the replies before it", []sessionStep{
+			{feed: "PING\r\n*x\r\nPING\r\n", full: true, wantStep: stepWait},
+			{writable: true, want: "+PONG\r\n-ERR Protocol error: invalid multibulk length\r\n",
+				wantStep: stepClose, wantErr: &protocolError{}},
+		}, "PING"},
+		{"socket full: the client closes", []sessionStep{
+			{feed: "PING\r\n", eof: true, full: true, wantStep: stepWait},
+			{writable: true, want: "+PONG\r\n", wantStep: stepClose, wantErr: errEOFForTest},
+		}, "PING"},
+		{"socket full: shutdown reads no more and waits for the replies", []sessionStep{
+			{feed: "PING\r\n", full: true, wantStep: stepRead},
+			{shutdown: true, full: true, wantStep: stepWait},
+			{writable: true, want: "+PONG\r\n", wantStep: stepClose, wantErr: errShutdown},
+		}, "PING"},
+		{"socket full: idle timeout", []sessionStep{
+			{feed: "PING\r\n", full: true, wantStep: stepRead},
+			{advance: idle - 1, full: true, wantStep: stepRead},
+			{advance: 1, wantStep: stepClose, wantErr: errIdleTimeout},
+		}, "PING"},
+		{"socket full: bytes read are not idleness", []sessionStep{
+			{feed: "PING\r\n", full: true, wantStep: stepRead},
+			{advance: idle - 1, full: true, wantStep: stepRead},
+			{feed: "PING\r\n", full: true, wantStep: stepRead},
+			{advance: idle - 1, full: true, wantStep: stepRead},
+			{advance: 1, wantStep: stepClose, wantErr: errIdleTimeout},
+		}, "PING PING"},
+		{"socket full: no idle timeout while it has room the driver has yet to use", []sessionStep{
+			{feed: "PING\r\n", full: true, wantStep: stepRead},
+			{advance: idle, socketReady: true, full: true, wantStep: stepRead},
+			{writable: true, want: "+PONG\r\n", wantStep: stepRead},
+		}, "PING"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -267,7 +333,14 @@ func TestSession(t *testing.T) {
 				if st.close {
 					r.s.close()
 				}
-				got := r.drive()
+				if st.writable {
+					r.s.writable()
+				}
+				drive := r.drive
+				if st.full {
+					drive = r.driveFull
+				}
+				got := drive()
 				if out := strings.Join(r.writes, ""); out != st.want {
 					t.Errorf("step %d: sent %q, want %q", i, out, st.want)
 				}
@@ -504,5 +577,84 @@ func BenchmarkSessionPipeline(b *testing.B) {
 	req := strings.Repeat(cmd("ECHO", "key"), 16)
 	for b.Loop() {
 		r.batch(req)
+	}
+}
+
+// TestSessionStopsReadingPastUnsentLimit: while the socket takes no
+// output, requests run until more than the unsent limit of replies wait
+// for it; the session then reads and runs nothing more until the socket
+// takes some, and says so (Server.unsentFull).
+func TestSessionStopsReadingPastUnsentLimit(t *testing.T) {
+	r := newSessionRig(t, 0)
+	type report struct{ unsent, capacity int }
+	var reports []report
+	r.s.srv.unsentLimit = 100000
+	r.s.srv.unsentFull = func(unsent, capacity int) { reports = append(reports, report{unsent, capacity}) }
+	r.s = newSession(r.s.srv, 1, "127.0.0.1:1", r.cs, r.drv, r.now)
+	reply := "$30000\r\n" + strings.Repeat("\x00", 30000) + "\r\n" // 30,010 bytes
+	r.feed(strings.Repeat("BIG 30000\r\n", 8))
+	// A batch stops past maxBatchReply, at three replies; the socket
+	// takes none of them, and the fourth passes the limit.
+	if st := r.driveFull(); st != stepWait {
+		t.Fatalf("next = %d past the limit, want stepWait", st)
+	}
+	if ran := strings.Join(r.cs.ran, " "); ran != "BIG BIG BIG BIG" {
+		t.Fatalf("ran %q, want four BIGs", ran)
+	}
+	if len(reports) != 1 || reports[0].unsent != 4*len(reply) || reports[0].capacity < 4*len(reply) {
+		t.Fatalf("unsentFull got %v, want one report of %d bytes", reports, 4*len(reply))
+	}
+	r.s.writable()
+	if st := r.drive(); st != stepRead {
+		t.Fatalf("next = %d once the socket took the replies, want stepRead", st)
+	}
+	if got, want := strings.Join(r.writes, ""), strings.Repeat(reply, 8); got != want {
+		t.Fatalf("sent %d bytes, want the eight replies (%d)", len(got), len(want))
+	}
+}
+
+// TestSessionIdleCheckPollsWhatTheDriverWaitsFor: the idle check spares a
+// client whose socket is ready for what its driver, held up, waits for:
+// bytes, or room for output, or while output waits for the socket and
+// requests are still read, either; past the unsent limit, room only.
+func TestSessionIdleCheckPollsWhatTheDriverWaitsFor(t *testing.T) {
+	const idle = time.Second
+	for _, c := range []struct {
+		name   string
+		limit  int
+		feed   string
+		full   bool
+		want   step
+		polled [2]bool
+	}{
+		{"waiting for bytes", 0, "PING\r\n", false, stepRead, [2]bool{true, false}},
+		{"output waiting, reading on", 0, "PING\r\n", true, stepRead, [2]bool{true, true}},
+		{"output waiting past the limit", 5, "PING\r\n", true, stepWait, [2]bool{false, true}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := newSessionRig(t, idle)
+			r.s.srv.unsentLimit = c.limit
+			r.s = newSession(r.s.srv, 1, "127.0.0.1:1", r.cs, r.drv, r.now)
+			r.feed(c.feed)
+			drive := r.drive
+			if c.full {
+				drive = r.driveFull
+			}
+			if st := drive(); st != c.want {
+				t.Fatalf("next = %d, want %d", st, c.want)
+			}
+			r.now = r.now.Add(idle)
+			r.drv.socketReady = true
+			r.s.expireIdle(r.now)
+			if r.drv.polled != c.polled {
+				t.Errorf("polled (input, output) %v, want %v", r.drv.polled, c.polled)
+			}
+			r.drv.socketReady = false
+			r.s.expireIdle(r.now)
+			r.s.writable()
+			if st := r.drive(); st != stepClose {
+				t.Fatalf("next = %d once idle, want stepClose", st)
+			}
+		})
 	}
 }

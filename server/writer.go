@@ -110,25 +110,26 @@ func (w *replyWriter) pending() bool { return len(w.held) > 0 }
 func (w *replyWriter) mayOverlap() bool { return len(w.held) == 0 || !w.held[0].barrier }
 
 // sent records that the socket took n more bytes of ready, and empties the
-// buffer once all of it is sent.
+// buffer once all of it is sent. Otherwise the rest moves to the buffer's
+// start once the held replies come next, or once the part sent is as big
+// as the rest: a client that takes its replies while it sends more
+// requests may never have them all sent, and the buffer must not keep
+// what it took.
 func (w *replyWriter) sent(n int) {
 	w.sentN += n
-	if len(w.held) > 0 {
-		if w.sentN == w.held[0].at { // move the held replies to the start
-			w.out = w.out[:copy(w.out, w.out[w.sentN:])]
-			for _, p := range w.held {
-				p.at -= w.sentN
-			}
-			w.start, w.sentN = max(w.start-w.sentN, 0), 0
+	if len(w.held) == 0 && w.sentN == len(w.out) {
+		w.out, w.start, w.sentN = w.out[:0], 0, 0
+		if cap(w.out) > maxKeptReplyBuf {
+			w.out = nil // given back, grown for a big reply
 		}
 		return
 	}
-	if w.sentN < len(w.out) {
-		return
-	}
-	w.out, w.start, w.sentN = w.out[:0], 0, 0
-	if cap(w.out) > maxKeptReplyBuf {
-		w.out = nil // given back, grown for a big reply
+	if (len(w.held) > 0 && w.sentN == w.held[0].at) || w.sentN >= len(w.out)-w.sentN {
+		w.out = w.out[:copy(w.out, w.out[w.sentN:])]
+		for _, p := range w.held {
+			p.at -= w.sentN
+		}
+		w.start, w.sentN = max(w.start-w.sentN, 0), 0
 	}
 }
 

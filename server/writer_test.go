@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 )
 
@@ -99,5 +100,31 @@ func TestWriterHotPathAllocatesNothing(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Errorf("%v allocations per reply, want 0", allocs)
+	}
+}
+
+// TestWriterKeepsNoSentBytes: a client that takes part of its replies as
+// more are written never has them all sent; the buffer holds what is
+// left to send, not everything since it was last empty.
+func TestWriterKeepsNoSentBytes(t *testing.T) {
+	w, _ := newTestWriter(2)
+	var sent []byte
+	reply := "+" + strings.Repeat("x", 97) + "\r\n" // 100 bytes
+	for range 10000 {
+		w.WriteString(reply[1 : len(reply)-2])
+		b := w.ready()
+		n := len(b) - 150 // all but one and a half replies
+		if n <= 0 {
+			continue
+		}
+		sent = append(sent, b[:n]...)
+		w.sent(n)
+		if cap(w.out) > 4096 {
+			t.Fatalf("after %d bytes sent, the buffer has grown to %d bytes for %d unsent", len(sent), cap(w.out), len(w.ready()))
+		}
+	}
+	sent = append(sent, w.ready()...)
+	if want := strings.Repeat(reply, 10000); string(sent) != want {
+		t.Fatalf("sent %d bytes, not the %d of the replies in order", len(sent), len(want))
 	}
 }

@@ -1,0 +1,189 @@
+//go:build linux
+
+package server
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cellserver/cellserver/commands"
+	"github.com/redis/go-redis/v9"
+)
+
+// markedPipeline is a pipeline of inline requests, size bytes or a little
+// more: PINGs with an ECHO of a running count before every 15 of them, so
+// that a reply missing or out of place shows; and the replies it gets,
+// about a sixth more than the requests.
+func markedPipeline(size int) (req, want []byte) {
+	for i := 0; len(req) < size; i++ {
+		n := fmt.Sprintf("%07d", i)
+		req = append(req, "ECHO "+n+"\r\n"...)
+		want = append(want, "$7\r\n"+n+"\r\n"...)
+		for range 15 {
+			req = append(req, "PING\r\n"...)
+			want = append(want, "+PONG\r\n"...)
+		}
+	}
+	return req, want
+}
+
+// expectBytes reads len(want) bytes from c and compares them, naming the
+// first difference.
+func expectBytes(t *testing.T, c *client, want []byte) {
+	t.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(testTimeout))
+	got := make([]byte, len(want))
+	n, err := io.ReadFull(c, got)
+	if err != nil {
+		t.Fatalf("read %d of %d reply bytes: %v", n, len(want), err)
+	}
+	if i := firstDifference(got, want); i >= 0 {
+		t.Fatalf("replies differ at byte %d of %d: got %q, want %q", i, len(want),
+			got[i:min(i+40, len(got))], want[i:min(i+40, len(want))])
+	}
+}
+
+// firstDifference is the index of the first byte where a and b differ, or
+// -1 if they are equal.
+func firstDifference(a, b []byte) int {
+	if bytes.Equal(a, b) {
+		return -1
+	}
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}
+
+// TestLoopReadsPipelineWhileRepliesWait: a client that writes its whole
+// pipeline before it reads a reply (go-redis's Pipeline does) gets every
+// reply, in order, as from Redis 7.0: while the socket takes no more of
+// its replies, the loop goes on reading and running its requests, instead
+// of both sides blocking in their writes.
+func TestLoopReadsPipelineWhileRepliesWait(t *testing.T) {
+	h := startOneLoop(t, Config{})
+	c := h.dial()
+	req, want := markedPipeline(12 << 20) // replies: 14 MB, far more than the sockets hold
+	_ = c.SetWriteDeadline(time.Now().Add(testTimeout))
+	if n, err := c.Write(req); err != nil {
+		t.Fatalf("wrote %d of %d bytes of the pipeline, reading nothing: %v", n, len(req), err)
+	}
+	expectBytes(t, c, want)
+	c.send("PING\r\n")
+	c.expect("+PONG\r\n")
+}
+
+// markedEchoes is a pipeline of n inline ECHOs, each of a running count
+// padded to size bytes, and the replies it gets.
+func markedEchoes(n, size int) (req, want []byte) {
+	pad := strings.Repeat("x", size-7)
+	for i := range n {
+		arg := fmt.Sprintf("%07d", i) + pad
+		req = append(req, "ECHO "+arg+"\r\n"...)
+		want = append(want, "$"+strconv.Itoa(size)+"\r\n"+arg+"\r\n"...)
+	}
+	return req, want
+}
+
+// TestLoopStopsReadingPastUnsentLimit: a client that sends requests and
+// reads none of its replies is read until more than the unsent limit of
+// replies wait for it, and no further: the server holds that much for it
+// (the buffer's capacity within twice as much), while the other clients
+// of its loop are served. Once it reads, it gets every reply, in order,
+// and the rest of its requests are read.
+func TestLoopStopsReadingPastUnsentLimit(t *testing.T) {
+	const limit = 1 << 20
+	const n, size = 40000, 1000 // 40 MB each way: far more than the limit and the sockets hold
+	type report struct{ unsent, capacity int }
+	full := make(chan report, 16)
+	h := startOneLoop(t, Config{}, func(s *Server) {
+		s.unsentLimit = limit
+		s.unsentFull = func(unsent, capacity int) {
+			select {
+			case full <- report{unsent, capacity}:
+			default:
+			}
+		}
+	})
+	stuck, other := h.dial(), h.dial()
+	req, want := markedEchoes(n, size)
+	reply := len(want) / n
+
+	var writeErr error
+	wrote := make(chan struct{})
+	_ = stuck.SetWriteDeadline(time.Now().Add(testTimeout))
+	go func() { // ends when the whole pipeline is written, at the deadline, or at the close
+		defer close(wrote)
+		_, writeErr = stuck.Write(req)
+	}()
+	t.Cleanup(func() {
+		stuck.Close()
+		<-wrote
+	})
+	var first report
+	select {
+	case first = <-full:
+	case <-time.After(testTimeout):
+		t.Fatal("no stop past the unsent limit: a client reading nothing was not read until its replies filled the limit")
+	}
+	for range 3 {
+		other.send("PING\r\n")
+		other.expect("+PONG\r\n")
+	}
+	for r := first; ; r = <-full {
+		if r.unsent <= limit || r.unsent > limit+reply {
+			t.Errorf("stopped reading with %d bytes unsent, want more than %d and at most one reply more", r.unsent, limit)
+		}
+		if r.capacity > 2*(limit+reply) {
+			t.Errorf("%d unsent bytes held in a buffer of %d", r.unsent, r.capacity)
+		}
+		if len(full) == 0 {
+			break
+		}
+	}
+
+	expectBytes(t, stuck, want)
+	select {
+	case <-wrote:
+		if writeErr != nil {
+			t.Fatalf("writing the pipeline: %v", writeErr)
+		}
+	case <-time.After(testTimeout):
+		t.Fatal("the pipeline's write never ended")
+	}
+	stuck.send("PING\r\n")
+	stuck.expect("+PONG\r\n")
+}
+
+// TestLoopGoRedisPipelineOfThrottles: go-redis's Pipeline writes every
+// command before it reads a reply; 300,000 CL.THROTTLE calls in one (19 MB
+// of requests, 8 MB of replies) are more than the sockets hold, and all are
+// answered.
+func TestLoopGoRedisPipelineOfThrottles(t *testing.T) {
+	const n = 300000
+	ctx := context.Background()
+	h := startCommands(t, nil, Config{EventLoops: 1}, commands.Options{})
+	rdb := h.goRedis("", "", nil)
+	pipe := rdb.Pipeline()
+	calls := make([]*redis.IntSliceCmd, n)
+	for i := range calls {
+		calls[i] = redis.NewIntSliceCmd(ctx, "CL.THROTTLE", "user"+strconv.Itoa(i), "15", "30", "60")
+		_ = pipe.Process(ctx, calls[i])
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatalf("a pipeline of %d CL.THROTTLE calls: %v", n, err)
+	}
+	for i, c := range calls {
+		if got := c.Val(); len(got) != 5 || got[0] != 0 || got[1] != 16 || got[2] != 15 {
+			t.Fatalf("call %d: %v, want [0 16 15 -1 2]", i, got)
+		}
+	}
+}
