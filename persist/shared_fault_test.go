@@ -466,3 +466,61 @@ func TestSharedCloseWhileStoreStopped(t *testing.T) {
 		t.Errorf("the op under way at Close: %+v, want the local engine's decision", a)
 	}
 }
+
+// TestSharedStoreRefusingInfo: a store whose user may not run INFO (an
+// ACL's -@dangerous or -info: NOPERM), or that has renamed INFO away,
+// cannot say whether it is a Redis Cluster node, and never will: it is
+// taken for what its address says, a single Redis, whether it answers at
+// NewStoreClient or first answers later, and decides in the store. (Asked
+// again at each probe, it counted as down for good.)
+func TestSharedStoreRefusingInfo(t *testing.T) {
+	t.Parallel()
+	srv := redistest.StartWith(t, "--user", "limited", "on", ">pw", "~*", "&*", "+@all", "-info")
+	url := "redis://limited:pw@" + srv.Addr
+	ctx := context.Background()
+	if err := srv.Client(t).Info(ctx, "cluster").Err(); err != nil {
+		t.Fatalf("the default user's INFO: %v", err)
+	}
+
+	// Answering at start: a single Redis's client, and Start succeeds
+	// with no fallback to hide behind.
+	client, unsure, err := NewStoreClient(ctx, url)
+	if err != nil || unsure {
+		t.Fatalf("NewStoreClient of a store refusing INFO: unsure %v, %v; want a single Redis's client", unsure, err)
+	}
+	if _, ok := client.(*redis.Client); !ok {
+		t.Fatalf("NewStoreClient gives a %T, want a single Redis's client", client)
+	}
+	s := NewShared(client, SharedOptions{Local: engine.New(engine.Options{SweepInterval: -1}), Timeout: 5 * time.Second,
+		Fallback: FallbackError})
+	startShared(t, s)
+	if a := wait(t, throttleAsync(s, "a", clQuota, 1)); a.err != nil || a.res.Remaining != 4 {
+		t.Fatalf("CL.THROTTLE a: %+v", a)
+	}
+
+	// Not answering at start: asked at its first answer, which refuses.
+	srv.Pause()
+	client, unsure, err = NewStoreClient(ctx, url)
+	srv.Resume()
+	if err != nil || !unsure {
+		t.Fatalf("NewStoreClient of a store that is stopped: unsure %v, %v; want unsure", unsure, err)
+	}
+	b := NewShared(client, SharedOptions{Local: engine.New(engine.Options{SweepInterval: -1}), Timeout: 5 * time.Second})
+	b.Start(ctx) // fails over to the local engine if the store is not back yet
+	t.Cleanup(func() { b.Close() })
+	waitFor(t, "the store back", func() bool { return !b.Stats().StoreDown })
+	if a := wait(t, throttleAsync(b, "a", clQuota, 1)); a.err != nil || a.res.Remaining != 3 {
+		t.Fatalf("CL.THROTTLE a through the second Shared: %+v, want the store's state", a)
+	}
+	if n, err := srv.Client(t).Exists(ctx, "a").Result(); err != nil || n != 1 {
+		t.Errorf("the store holds a: %d, %v", n, err)
+	}
+
+	// INFO renamed away: unknown command.
+	renamed := redistest.StartWith(t, "--rename-command", "INFO", "")
+	client, unsure, err = NewStoreClient(ctx, renamed.URL())
+	if err != nil || unsure {
+		t.Fatalf("NewStoreClient of a store without INFO: unsure %v, %v; want a single Redis's client", unsure, err)
+	}
+	client.Close()
+}

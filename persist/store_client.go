@@ -21,7 +21,9 @@ const clusterProbeTimeout = time.Second
 // second cannot be asked: the client is then a single Redis's until the
 // store first answers, when a Shared over it asks again, before it sends a
 // decision, and turns to a cluster client if it is a cluster node. The
-// second result reports that case.
+// second result reports that case. A server that refuses INFO (NOPERM
+// under an ACL without @dangerous, or the command renamed away) cannot say
+// and never will: it is taken for what its address says, a single Redis.
 func NewStoreClient(ctx context.Context, rawURL string) (redis.UniversalClient, bool, error) {
 	opts, err := storeOptions(rawURL)
 	if err != nil {
@@ -53,9 +55,13 @@ type unaskedClient struct {
 }
 
 // isClusterNode asks a single address's server whether it is a Redis
-// Cluster node.
+// Cluster node. A server that refuses INFO is not one as far as anyone can
+// tell: asking again would get the same refusal (see NewStoreClient).
 func isClusterNode(ctx context.Context, single redis.UniversalClient) (bool, error) {
 	info, err := single.Info(ctx, "cluster").Result()
+	if redis.HasErrorPrefix(err, "NOPERM") || redis.HasErrorPrefix(err, "unknown command") {
+		return false, nil
+	}
 	if err != nil {
 		return false, err
 	}
