@@ -51,6 +51,10 @@ type Session interface {
 	AuthRequired() bool
 	// Info returns a copy of the client's state for CLIENT LIST and INFO.
 	Info() ClientInfo
+	// Errored counts an error reply the server wrote itself, not a
+	// command (a protocol error, a command's panic), among INFO
+	// errorstats' replies, as Redis counts every error reply.
+	Errored(msg string)
 }
 
 // NewSession returns the command state of a connection just accepted: id
@@ -67,6 +71,8 @@ type session struct {
 }
 
 func (s *session) StartBatch(now time.Time) { s.cl.StartBatch(now) }
+
+func (s *session) Errored(msg string) { s.cmds.replyErrors.count(msg) }
 
 func (s *session) Dispatch(w Writer, args [][]byte) Effect {
 	s.cl.effects = 0

@@ -311,3 +311,27 @@ func TestRawCommandIntrospection(t *testing.T) {
 		}
 	}
 }
+
+// TestRawProtocolErrorsCounted: a protocol error is an error reply like
+// any other in INFO errorstats and total_error_replies, as in Redis 7.0
+// (`*1\r\n$abc\r\n` and an unbalanced quote there give
+// errorstat_ERR:count=2).
+func TestRawProtocolErrorsCounted(t *testing.T) {
+	t.Parallel()
+	addr := startServer(t).addr
+	for _, raw := range []string{"*1\r\n$abc\r\n", "SET \"a\r\n"} {
+		c := dialRaw(t, addr)
+		c.send(raw)
+		if got := c.reply(); !strings.HasPrefix(got, "-ERR Protocol error: ") {
+			t.Fatalf("%q: got %q, want a protocol error", raw, got)
+		}
+		c.expectClosed()
+	}
+	info := dialRaw(t, addr)
+	if got := info.do("INFO", "errorstats"); !strings.Contains(got, "errorstat_ERR:count=2\r\n") {
+		t.Errorf("INFO errorstats = %q, want errorstat_ERR:count=2", got)
+	}
+	if got := info.do("INFO", "stats"); !strings.Contains(got, "total_error_replies:2\r\n") {
+		t.Errorf("INFO stats has no total_error_replies:2: %q", got)
+	}
+}

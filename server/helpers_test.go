@@ -27,10 +27,11 @@ type fakeHandler struct {
 	host    commands.Host // set once the server exists
 	entered chan string   // SLOW and DEFER signal they are running
 	release chan struct{} // SLOW waits for it, and DEFER's completion
+	errored chan string   // the error replies the server wrote itself (Errored)
 }
 
 func newFakeHandler() *fakeHandler {
-	return &fakeHandler{entered: make(chan string, 16), release: make(chan struct{})}
+	return &fakeHandler{entered: make(chan string, 16), release: make(chan struct{}), errored: make(chan string, 16)}
 }
 
 // NewSession implements Handler.
@@ -49,6 +50,15 @@ func (c *fakeSession) Proto() int                  { return c.info.Proto }
 func (c *fakeSession) AuthRequired() bool          { return false }
 func (c *fakeSession) Info() commands.ClientInfo   { return c.info }
 func (c *fakeSession) Overlaps(args [][]byte) bool { return strings.EqualFold(string(args[0]), "ping") }
+
+// Errored implements commands.Session: the first 16 are kept for the test
+// to look at.
+func (c *fakeSession) Errored(msg string) {
+	select {
+	case c.h.errored <- msg:
+	default:
+	}
+}
 
 // Dispatch implements commands.Session.
 func (c *fakeSession) Dispatch(w commands.Writer, args [][]byte) commands.Effect {

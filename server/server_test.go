@@ -83,6 +83,18 @@ func testPanicIsRecovered(t *testing.T, cfg Config) {
 	a.send("PING\r\n")
 	a.expect("+PONG\r\n")
 
+	// Each error reply the server wrote is counted among the commands'.
+	for _, name := range []string{"panic", "panic  me"} {
+		select {
+		case got := <-h.fake.errored:
+			if want := fmt.Sprintf(commands.MsgInternal, name); got != want {
+				t.Errorf("Errored(%q), want %q", got, want)
+			}
+		default:
+			t.Errorf("the error for %q was not counted", name)
+		}
+	}
+
 	logs := h.logs.String()
 	for _, want := range []string{"ERROR server: command panicked", "panic=boom", "cmd=panic", "fakeSession).Dispatch"} {
 		if !strings.Contains(logs, want) {

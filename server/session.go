@@ -246,6 +246,7 @@ func (s *session) run(now time.Time) {
 			case violation:
 				s.w.begin()
 				s.w.WriteError("ERR Protocol error: " + msg) // CR and LF become spaces
+				s.cs.Errored("ERR Protocol error: " + msg)
 				s.end = &protocolError{msg: msg}
 				s.publish(now, started, info)
 				return
@@ -339,7 +340,9 @@ func (s *session) recovered(p any, name string) {
 		"cmd", name, "id", s.id, "addr", s.addr,
 		"panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 	s.w.discard()
-	s.w.WriteError(fmt.Sprintf(commands.MsgInternal, name))
+	msg := fmt.Sprintf(commands.MsgInternal, name)
+	s.w.WriteError(msg)
+	s.cs.Errored(msg)
 }
 
 // publish copies the client's state for Host.Clients after a batch that

@@ -30,6 +30,7 @@ type scriptSession struct {
 
 func (c *scriptSession) StartBatch(time.Time)      {}
 func (c *scriptSession) Proto() int                { return 2 }
+func (c *scriptSession) Errored(string)            {}
 func (c *scriptSession) AuthRequired() bool        { return false }
 func (c *scriptSession) Info() commands.ClientInfo { return commands.ClientInfo{ID: 1} }
 func (c *scriptSession) Overlaps(args [][]byte) bool {
