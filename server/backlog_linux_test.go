@@ -7,6 +7,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -185,5 +187,105 @@ func TestLoopGoRedisPipelineOfThrottles(t *testing.T) {
 		if got := c.Val(); len(got) != 5 || got[0] != 0 || got[1] != 16 || got[2] != 15 {
 			t.Fatalf("call %d: %v, want [0 16 15 -1 2]", i, got)
 		}
+	}
+}
+
+// TestLoopRunsNothingReadAfterShutdown: a client whose replies wait for
+// its socket when Shutdown begins gets them, and then the end of the
+// connection: a request it sends meanwhile, which the loop still reads
+// as it read on before, is not run.
+func TestLoopRunsNothingReadAfterShutdown(t *testing.T) {
+	h := startOneLoop(t, Config{})
+	c := h.dial()
+	if err := c.Conn.(*net.TCPConn).SetReadBuffer(64 << 10); err != nil {
+		t.Fatal(err)
+	}
+	const size = 16000000 // more than the sockets hold
+	c.send("BIG " + strconv.Itoa(size) + "\r\n")
+	c.expect("$" + strconv.Itoa(size) + "\r\n") // and nothing more: the rest waits for the client
+
+	done := make(chan error, 1)
+	go func() { done <- h.srv.Shutdown(context.Background()) }()
+	waitShutdownBegun(t, h.srv)
+	c.send("PING\r\n")
+	expectBytes(t, c, []byte(strings.Repeat("x", size)+"\r\n"))
+	c.expectClosed()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Shutdown = %v", err)
+		}
+	case <-time.After(testTimeout):
+		t.Fatal("Shutdown still waits once the client took every reply")
+	}
+}
+
+// waitShutdownBegun waits until Shutdown has told every open connection of
+// s to end, which their clients do not see while replies remain.
+func waitShutdownBegun(t *testing.T, s *Server) {
+	t.Helper()
+	deadline := time.Now().Add(testTimeout)
+	for _, c := range s.connList() {
+		for {
+			c.mu.Lock()
+			closing := c.closing
+			c.mu.Unlock()
+			if closing {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("Shutdown never told a connection to end")
+			}
+			runtime.Gosched()
+		}
+	}
+}
+
+// TestLoopReadsOnAfterQuit: a client that writes its whole pipeline
+// before it reads, with a QUIT or a protocol error within it, gets every
+// reply up to that one and then the end of the connection, as from Redis
+// 7.0: while those replies wait for its socket, the loop reads on and
+// drops the rest of the pipeline, instead of both sides blocking in their
+// writes, and it reads it all before the last replies are sent, so that
+// the close does not reset the connection and drop them.
+func TestLoopReadsOnAfterQuit(t *testing.T) {
+	for _, c := range []struct{ name, req, reply string }{
+		{"QUIT", "QUIT\r\n", "+OK\r\n"},
+		{"protocol error", "*x\r\n", "-ERR Protocol error: invalid multibulk length\r\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := startOneLoop(t, Config{})
+			cl := h.dial()
+			// A small window: most of the replies wait in the server's socket.
+			if err := cl.Conn.(*net.TCPConn).SetReadBuffer(64 << 10); err != nil {
+				t.Fatal(err)
+			}
+			req, want := markedEchoes(8000, 1000) // 8 MB of replies
+			rest, _ := markedEchoes(16000, 1000)  // 16 MB of requests: more than the sockets hold
+			req = append(append(req, c.req...), rest...)
+			want = append(want, c.reply...)
+
+			var writeErr error
+			wrote := make(chan struct{})
+			_ = cl.SetWriteDeadline(time.Now().Add(testTimeout))
+			go func() { // ends when the whole pipeline is written, at the deadline, or at the close
+				defer close(wrote)
+				_, writeErr = cl.Write(req)
+			}()
+			t.Cleanup(func() {
+				cl.Close()
+				<-wrote
+			})
+			select {
+			case <-wrote:
+				if writeErr != nil {
+					t.Fatalf("writing the pipeline: %v", writeErr)
+				}
+			case <-time.After(testTimeout):
+				t.Fatal("the pipeline's write never ended: the requests after the last reply were not read")
+			}
+			expectBytes(t, cl, want)
+			cl.expectClosed()
+		})
 	}
 }

@@ -36,7 +36,8 @@ type loopGroup struct {
 // readable socket is read once, the requests run and the replies are
 // written at once; what the socket cannot take waits for it to become
 // writable, and the connection is read and its requests run meanwhile,
-// their replies kept, until more than maxUnsent bytes wait.
+// their replies kept, until more than maxUnsent bytes wait; once it is to
+// end (QUIT, a protocol error, Shutdown), what it reads is dropped.
 type evloop struct {
 	srv   *Server
 	loops int // the group's, for wait
@@ -54,9 +55,10 @@ type evloop struct {
 	fdsShut  bool // epfd and the pipe are closed: wakeW's number may be reused
 
 	// The loop's goroutine only.
-	conns  []*loopConn // by descriptor
-	count  int         // connections in conns
-	events [maxEvents]syscall.EpollEvent
+	conns   []*loopConn // by descriptor
+	count   int         // connections in conns
+	events  [maxEvents]syscall.EpollEvent
+	drained []byte // drain's buffer, made by the first drain
 
 	// holdP: the server lets the loop wait keeping its P
 	// (Config.LoopsHoldP); hold: the next wait keeps it (wait); born is

@@ -98,7 +98,9 @@ func (l *evloop) serve(c *loopConn, events uint32) {
 		n, err := syscall.Read(c.fd, c.s.room())
 		switch {
 		case n > 0:
-			c.s.received(n, nil)
+			if c.s.received(n, nil) {
+				l.drain(c)
+			}
 		case err == syscall.EAGAIN || err == syscall.EINTR:
 		case err == nil:
 			c.s.received(0, io.EOF)
@@ -151,6 +153,28 @@ func (l *evloop) advance(c *loopConn) {
 			return
 		case stepRead:
 			l.watch(c, syscall.EPOLLIN|c.unsent())
+			return
+		}
+	}
+}
+
+// maxDrainReads bounds the reads of one drain: 16 MiB.
+const maxDrainReads = 256
+
+// drain reads and drops what else has arrived from a client whose session
+// drops what it reads: its connection ends once its replies are sent. It
+// reads 64 KiB at a time until nothing more has arrived, not a request
+// buffer's room per event, so that the client's bytes are gone before
+// its last replies are, as from Redis, which reads on into its query
+// buffer: left unread, they make the close reset the connection, which
+// drops the replies still on their way. An end of stream or an error is
+// left for the next read, which finds it again.
+func (l *evloop) drain(c *loopConn) {
+	if l.drained == nil {
+		l.drained = make([]byte, 64<<10)
+	}
+	for range maxDrainReads {
+		if n, _ := syscall.Read(c.fd, l.drained); n <= 0 {
 			return
 		}
 	}

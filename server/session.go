@@ -175,15 +175,24 @@ func (s *session) room() []byte {
 // received records n bytes read into room, and err if the read failed or
 // the client closed (io.EOF): the bytes before it run first. Output
 // waiting for the socket is tried again, which restarts the idle clock.
-func (s *session) received(n int, err error) {
+// Once the connection is to end (QUIT, a protocol error, Shutdown) it
+// drops the bytes, and says so: nothing more runs, and the driver may
+// drop whatever else has arrived.
+func (s *session) received(n int, err error) (dropped bool) {
 	s.mu.Lock()
 	s.waiting = false
+	closing := s.closing
 	s.mu.Unlock()
 	s.full = false
+	dropped = closing || s.end != nil
+	if dropped {
+		n = 0
+	}
 	s.rd.filled(n)
 	if err != nil && s.readErr == nil {
 		s.readErr = err
 	}
+	return dropped
 }
 
 // output returns the replies ready to be sent: every one up to the first
@@ -390,6 +399,16 @@ func (s *session) next(now time.Time) step {
 	}
 	if unsent > 0 { // the socket is full: idle unless it takes some or bytes are read
 		s.sending, s.idleSince = true, s.fullSince
+		if (s.end != nil || s.closing) && s.readErr == nil {
+			// The connection ends once the socket takes the replies;
+			// meanwhile the client's bytes are read and dropped, as
+			// Redis reads on after QUIT. Left unread, they would keep
+			// a client that writes its whole pipeline before it reads
+			// from ever reading, and make the close reset the
+			// connection, which drops the replies still on their way.
+			s.readingToo = true
+			return stepRead
+		}
 	}
 	if s.end != nil || s.waitArgs != nil || s.readErr != nil || s.closing || s.w.heldFull() {
 		return stepWait // for the paused commands or the socket, reading nothing meanwhile

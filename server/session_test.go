@@ -266,12 +266,14 @@ func TestSession(t *testing.T) {
 			{complete: 1, full: true, wantStep: stepRead},
 			{writable: true, want: "+PONG\r\n+H0\r\n+PONG\r\n", wantStep: stepRead},
 		}, "PING HOLD PING"},
-		{"socket full: quit waits for its replies", []sessionStep{
-			{feed: "PING\r\nQUIT\r\nPING\r\n", full: true, wantStep: stepWait},
+		{"socket full: quit waits for its replies, reading and dropping", []sessionStep{
+			{feed: "PING\r\nQUIT\r\nPING\r\n", full: true, wantStep: stepRead},
+			{feed: "PING\r\n", full: true, wantStep: stepRead},
 			{writable: true, want: "+PONG\r\n+OK\r\n", wantStep: stepClose, wantErr: errQuit},
 		}, "PING QUIT"},
-		{"socket full: a protocol error waits for the replies before it", []sessionStep{
-			{feed: "PING\r\n*x\r\nPING\r\n", full: true, wantStep: stepWait},
+		{"socket full: a protocol error waits for the replies before it, reading and dropping", []sessionStep{
+			{feed: "PING\r\n*x\r\nPING\r\n", full: true, wantStep: stepRead},
+			{feed: "PING\r\n", full: true, wantStep: stepRead},
 			{writable: true, want: "+PONG\r\n-ERR Protocol error: invalid multibulk length\r\n",
 				wantStep: stepClose, wantErr: &protocolError{}},
 		}, "PING"},
@@ -279,9 +281,10 @@ func TestSession(t *testing.T) {
 			{feed: "PING\r\n", eof: true, full: true, wantStep: stepWait},
 			{writable: true, want: "+PONG\r\n", wantStep: stepClose, wantErr: errEOFForTest},
 		}, "PING"},
-		{"socket full: shutdown reads no more and waits for the replies", []sessionStep{
+		{"socket full: shutdown runs nothing more and waits for the replies", []sessionStep{
 			{feed: "PING\r\n", full: true, wantStep: stepRead},
-			{shutdown: true, full: true, wantStep: stepWait},
+			{shutdown: true, full: true, wantStep: stepRead},
+			{feed: "PING\r\n", full: true, wantStep: stepRead},
 			{writable: true, want: "+PONG\r\n", wantStep: stepClose, wantErr: errShutdown},
 		}, "PING"},
 		{"socket full: idle timeout", []sessionStep{
