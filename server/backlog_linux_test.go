@@ -5,6 +5,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -119,17 +120,7 @@ func TestLoopStopsReadingPastUnsentLimit(t *testing.T) {
 	req, want := markedEchoes(n, size)
 	reply := len(want) / n
 
-	var writeErr error
-	wrote := make(chan struct{})
-	_ = stuck.SetWriteDeadline(time.Now().Add(testTimeout))
-	go func() { // ends when the whole pipeline is written, at the deadline, or at the close
-		defer close(wrote)
-		_, writeErr = stuck.Write(req)
-	}()
-	t.Cleanup(func() {
-		stuck.Close()
-		<-wrote
-	})
+	wrote := writeInBackground(t, stuck, req)
 	var first report
 	select {
 	case first = <-full:
@@ -153,13 +144,8 @@ func TestLoopStopsReadingPastUnsentLimit(t *testing.T) {
 	}
 
 	expectBytes(t, stuck, want)
-	select {
-	case <-wrote:
-		if writeErr != nil {
-			t.Fatalf("writing the pipeline: %v", writeErr)
-		}
-	case <-time.After(testTimeout):
-		t.Fatal("the pipeline's write never ended")
+	if err := wrote.wait(); err != nil {
+		t.Fatal(err)
 	}
 	stuck.send("PING\r\n")
 	stuck.expect("+PONG\r\n")
@@ -265,27 +251,50 @@ func TestLoopReadsOnAfterQuit(t *testing.T) {
 			req = append(append(req, c.req...), rest...)
 			want = append(want, c.reply...)
 
-			var writeErr error
-			wrote := make(chan struct{})
-			_ = cl.SetWriteDeadline(time.Now().Add(testTimeout))
-			go func() { // ends when the whole pipeline is written, at the deadline, or at the close
-				defer close(wrote)
-				_, writeErr = cl.Write(req)
-			}()
-			t.Cleanup(func() {
-				cl.Close()
-				<-wrote
-			})
-			select {
-			case <-wrote:
-				if writeErr != nil {
-					t.Fatalf("writing the pipeline: %v", writeErr)
-				}
-			case <-time.After(testTimeout):
-				t.Fatal("the pipeline's write never ended: the requests after the last reply were not read")
+			wrote := writeInBackground(t, cl, req)
+			if err := wrote.wait(); err != nil {
+				t.Fatalf("%v: the requests after the last reply were not read", err)
 			}
 			expectBytes(t, cl, want)
 			cl.expectClosed()
 		})
+	}
+}
+
+// backgroundWrite is a write of a whole pipeline on a goroutine of its own,
+// which a client that reads nothing meanwhile needs.
+type backgroundWrite struct {
+	done chan struct{}
+	err  error
+}
+
+// writeInBackground writes req to c on a goroutine that ends when it is
+// written, at testTimeout, or when the test closes c.
+func writeInBackground(t *testing.T, c net.Conn, req []byte) *backgroundWrite {
+	t.Helper()
+	w := &backgroundWrite{done: make(chan struct{})}
+	_ = c.SetWriteDeadline(time.Now().Add(testTimeout))
+	go func() {
+		defer close(w.done)
+		_, w.err = c.Write(req)
+	}()
+	t.Cleanup(func() {
+		c.Close()
+		<-w.done
+	})
+	return w
+}
+
+// wait waits for the write to end and returns its error, or an error if it
+// has not ended within testTimeout.
+func (w *backgroundWrite) wait() error {
+	select {
+	case <-w.done:
+		if w.err != nil {
+			return fmt.Errorf("writing the pipeline: %w", w.err)
+		}
+		return nil
+	case <-time.After(testTimeout):
+		return errors.New("the pipeline's write never ended")
 	}
 }
