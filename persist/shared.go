@@ -135,10 +135,6 @@ type sharedOp struct {
 	// behind: an earlier decision of the caller's connection on its key is
 	// still to be answered, so that the deny cache may not answer this one.
 	behind bool
-	// slotChecked: queued found the op's keys in one hash slot, the store
-	// being a Redis Cluster; an op of several keys queued before the store
-	// turned out to be one is checked by the batcher.
-	slotChecked bool
 
 	// rules' and keys' room for one rule, the common case, and keyBuf the
 	// keys' bytes (op.keys are views of it), kept when the op is released:
@@ -550,7 +546,6 @@ func (s *Shared) queued(op *sharedOp) bool {
 			op.finish(engine.Decision{}, ErrCrossSlot)
 			return false
 		}
-		op.slotChecked = true
 	}
 	if !s.opts.NoDenyCache && op.denyable() && !op.behind && !s.down.Load() {
 		if d, ok := s.deny.lookup(op, now); ok {

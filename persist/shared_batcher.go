@@ -164,15 +164,12 @@ func (b *batcher) run() {
 				s.release(op)
 				continue
 			}
-			if cluster && !op.slotChecked && len(op.keys) > 1 {
+			if cluster && len(op.keys) > 1 && crossSlot(op.keys) {
 				// Queued before the store turned out to be a Redis
-				// Cluster (Shared.ask): its keys were not checked.
-				if crossSlot(op.keys) {
-					op.finish(engine.Decision{}, ErrCrossSlot)
-					s.release(op)
-					continue
-				}
-				op.slotChecked = true
+				// Cluster (Shared.ask), when its keys were not checked.
+				op.finish(engine.Decision{}, ErrCrossSlot)
+				s.release(op)
+				continue
 			}
 			live = append(live, op)
 		}
