@@ -254,8 +254,9 @@ func (s *session) run(now time.Time) {
 				return
 			case violation:
 				s.w.begin()
-				s.w.WriteError("ERR Protocol error: " + msg) // CR and LF become spaces
-				s.cs.Errored("ERR Protocol error: " + msg)
+				reply := "ERR Protocol error: " + msg
+				s.w.WriteError(reply) // CR and LF become spaces
+				s.cs.Errored(reply)
 				s.end = &protocolError{msg: msg}
 				s.publish(now, started, info)
 				return
