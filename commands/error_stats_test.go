@@ -23,6 +23,18 @@ func commandStats(t *testing.T, h *harness) map[string]string {
 	return out
 }
 
+// wantCommandStats checks INFO commandstats' line of each command in want
+// (as commandStats gives it).
+func wantCommandStats(t *testing.T, h *harness, want map[string]string) {
+	t.Helper()
+	got := commandStats(t, h)
+	for name, w := range want {
+		if got[name] != w {
+			t.Errorf("cmdstat_%s = %q, want %q", name, got[name], w)
+		}
+	}
+}
+
 // TestInfoErrorstats: a sequence of failing commands gives the counts
 // Redis 7.0.15 gives for the same sequence (with SET, HGET and a script's
 // error_reply standing in for CL.THROTTLE, a WRONGTYPE and redis-cell's
@@ -93,16 +105,11 @@ func TestInfoErrorstatsExecLastSucceeds(t *testing.T) {
 	h.do("SW.THROTTLE", "k", "3", "1m")
 	h.do("CL.THROTTLE", "k", "0", "1", "60")
 	h.do("EXEC")
-	got := commandStats(t, h)
-	for name, want := range map[string]string{
+	wantCommandStats(t, h, map[string]string{
 		"exec":        "calls=1,rejected_calls=0,failed_calls=0",
 		"sw.throttle": "calls=1,rejected_calls=0,failed_calls=1",
 		"cl.throttle": "calls=2,rejected_calls=0,failed_calls=0",
-	} {
-		if got[name] != want {
-			t.Errorf("cmdstat_%s = %q, want %q", name, got[name], want)
-		}
-	}
+	})
 	if got := infoText(t, h, "errorstats"); got != "# Errorstats\r\nerrorstat_WRONGTYPE:count=1\r\n" {
 		t.Errorf("INFO errorstats = %q", got)
 	}
@@ -133,16 +140,11 @@ func TestInfoErrorstatsAuth(t *testing.T) {
 	if got := field(t, infoText(t, h, "stats"), "total_error_replies"); got != "6" {
 		t.Errorf("total_error_replies = %s, want 6", got)
 	}
-	got := commandStats(t, h)
-	for name, want := range map[string]string{
+	wantCommandStats(t, h, map[string]string{
 		"get":   "calls=0,rejected_calls=2,failed_calls=0",
 		"auth":  "calls=3,rejected_calls=0,failed_calls=2",
 		"hello": "calls=1,rejected_calls=0,failed_calls=1",
-	} {
-		if got[name] != want {
-			t.Errorf("cmdstat_%s = %q, want %q", name, got[name], want)
-		}
-	}
+	})
 }
 
 // TestInfoErrorstatsLater: errors answered after the command paused (shared
@@ -272,30 +274,40 @@ func TestErrorStatsBounded(t *testing.T) {
 	}
 }
 
-// TestErrorStatsConcurrent counts errors from several clients while others
-// read and reset the counts; run with -race. With no reset, every error is
-// counted once.
+// TestErrorStatsConcurrent counts errors from several clients while they
+// read the counts, first with CONFIG RESETSTAT beside them (for -race),
+// then without, when every error is counted once.
 func TestErrorStatsConcurrent(t *testing.T) {
 	h := newHarness(t)
 	const clients, rounds = 4, 200
-	var wg sync.WaitGroup
-	for i := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			cl := NewClient(int64(i+2), "127.0.0.1:1", "127.0.0.1:6379", time.Unix(0, 0))
-			for j := range rounds {
-				for _, cmd := range [][]string{{"HELLO", "4"}, {"NOSUCH" + strconv.Itoa(j)}, {"ECHO"}, {"INFO", "errorstats"}} {
-					bargs := make([][]byte, len(cmd))
-					for k, a := range cmd {
-						bargs[k] = []byte(a)
-					}
-					h.cmds.Dispatch(&respWriter{proto: 2}, cl, bargs)
+	run := func(resets bool) {
+		var wg sync.WaitGroup
+		for i := range clients {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				cl := NewClient(int64(i+2), "127.0.0.1:1", "127.0.0.1:6379", time.Unix(0, 0))
+				cmds := [][]string{{"HELLO", "4"}, {"NOSUCH"}, {"ECHO"}, {"INFO", "errorstats"}}
+				if resets && i == 0 {
+					cmds = append(cmds, []string{"CONFIG", "RESETSTAT"})
 				}
-			}
-		}()
+				for j := range rounds {
+					cmds[1][0] = "NOSUCH" + strconv.Itoa(j)
+					for _, cmd := range cmds {
+						bargs := make([][]byte, len(cmd))
+						for k, a := range cmd {
+							bargs[k] = []byte(a)
+						}
+						h.cmds.Dispatch(&respWriter{proto: 2}, cl, bargs)
+					}
+				}
+			}()
+		}
+		wg.Wait()
 	}
-	wg.Wait()
+	run(true)
+	h.do("CONFIG", "RESETSTAT")
+	run(false)
 	want := fmt.Sprintf("# Errorstats\r\nerrorstat_ERR:count=%d\r\nerrorstat_NOPROTO:count=%d\r\n",
 		2*clients*rounds, clients*rounds)
 	if got := infoText(t, h, "errorstats"); got != want {

@@ -329,8 +329,8 @@ func TestRunSharedStopWhileStoreStopped(t *testing.T) {
 	if code := r.stop(t); code != exitOK {
 		t.Fatalf("exit %d; stderr:\n%s", code, r.stderr.String())
 	}
-	if took := time.Since(start); took > 1500*time.Millisecond {
-		t.Errorf("the stop took %v with no request under way, want it within 1.5s (the prober's call to the stopped store is not waited out)", took)
+	if took := time.Since(start); took > 2*time.Second { // about 3 s when the call is waited out
+		t.Errorf("the stop took %v with no request under way, want it within 2s (the prober's call to the stopped store is not waited out)", took)
 	} else {
 		t.Logf("the stop took %v", took)
 	}
