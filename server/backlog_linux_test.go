@@ -5,6 +5,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -66,22 +67,43 @@ func firstDifference(a, b []byte) int {
 	return min(len(a), len(b))
 }
 
-// TestLoopReadsPipelineWhileRepliesWait: a client that writes its whole
+// TestReadsPipelineWhileRepliesWait: a client that writes its whole
 // pipeline before it reads a reply (go-redis's Pipeline does) gets every
 // reply, in order, as from Redis 7.0: while the socket takes no more of
-// its replies, the loop goes on reading and running its requests, instead
-// of both sides blocking in their writes.
-func TestLoopReadsPipelineWhileRepliesWait(t *testing.T) {
-	h := startOneLoop(t, Config{})
-	c := h.dial()
-	req, want := markedPipeline(12 << 20) // replies: 14 MB, far more than the sockets hold
-	_ = c.SetWriteDeadline(time.Now().Add(testTimeout))
-	if n, err := c.Write(req); err != nil {
-		t.Fatalf("wrote %d of %d bytes of the pipeline, reading nothing: %v", n, len(req), err)
+// its replies, the server goes on reading and running its requests,
+// instead of both sides blocking in their writes. On an event loop, on a
+// goroutine, and over TLS (a goroutine, whose writes go on a second one).
+func TestReadsPipelineWhileRepliesWait(t *testing.T) {
+	test := func(t *testing.T, c *client) {
+		req, want := markedPipeline(12 << 20) // replies: 14 MB, far more than the sockets hold
+		_ = c.SetWriteDeadline(time.Now().Add(testTimeout))
+		if n, err := c.Write(req); err != nil {
+			t.Fatalf("wrote %d of %d bytes of the pipeline, reading nothing: %v", n, len(req), err)
+		}
+		expectBytes(t, c, want)
+		c.send("PING\r\n")
+		c.expect("+PONG\r\n")
 	}
-	expectBytes(t, c, want)
-	c.send("PING\r\n")
-	c.expect("+PONG\r\n")
+	forEachPath(t, func(t *testing.T, cfg Config) { test(t, startPath(t, cfg).dial()) })
+	t.Run("tls", func(t *testing.T) {
+		p := newTestPKI(t)
+		test(t, startTLS(t, p, false, Config{}).dialTLS(p.clientTLS()))
+	})
+}
+
+// startPath serves cfg on one event loop if it asks for event loops
+// (startOneLoop), or else on a goroutine a connection, calling each of
+// before with the server before it serves.
+func startPath(t *testing.T, cfg Config, before ...func(*Server)) *harness {
+	t.Helper()
+	if cfg.EventLoops > 0 {
+		return startOneLoop(t, cfg, before...)
+	}
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return startOn(t, inner, cfg, before...)
 }
 
 // markedEchoes is a pipeline of n inline ECHOs, each of a running count
@@ -96,18 +118,20 @@ func markedEchoes(n, size int) (req, want []byte) {
 	return req, want
 }
 
-// TestLoopStopsReadingPastUnsentLimit: a client that sends requests and
+// TestStopsReadingPastUnsentLimit: a client that sends requests and
 // reads none of its replies is read until more than the unsent limit of
 // replies wait for it, and no further: the server holds that much for it
 // (the buffer's capacity within twice as much), while the other clients
-// of its loop are served. Once it reads, it gets every reply, in order,
+// (of its loop) are served. Once it reads, it gets every reply, in order,
 // and the rest of its requests are read.
-func TestLoopStopsReadingPastUnsentLimit(t *testing.T) {
+func TestStopsReadingPastUnsentLimit(t *testing.T) { forEachPath(t, testStopsReadingPastUnsentLimit) }
+
+func testStopsReadingPastUnsentLimit(t *testing.T, cfg Config) {
 	const limit = 1 << 20
 	const n, size = 16000, 1000 // 16 MB each way: far more than the limit and the sockets hold
 	type report struct{ unsent, capacity int }
 	full := make(chan report, 16)
-	h := startOneLoop(t, Config{}, func(s *Server) {
+	h := startPath(t, cfg, func(s *Server) {
 		s.unsentLimit = limit
 		s.unsentFull = func(unsent, capacity int) {
 			select {
@@ -151,40 +175,51 @@ func TestLoopStopsReadingPastUnsentLimit(t *testing.T) {
 	stuck.expect("+PONG\r\n")
 }
 
-// TestLoopGoRedisPipelineOfThrottles: go-redis's Pipeline writes every
+// TestGoRedisPipelineOfThrottles: go-redis's Pipeline writes every
 // command before it reads a reply; 300,000 CL.THROTTLE calls in one (19 MB
 // of requests, 8 MB of replies) are more than the sockets hold, and all are
-// answered.
-func TestLoopGoRedisPipelineOfThrottles(t *testing.T) {
-	const n = 300000
-	ctx := context.Background()
-	h := startCommands(t, nil, Config{EventLoops: 1}, commands.Options{})
-	// The deadlock it guards against never ends: the deadlines are long
-	// enough for the whole pipeline under -race on a busy machine.
-	rdb := redis.NewClient(&redis.Options{Addr: h.addr, MaxRetries: -1, ReadTimeout: time.Minute, WriteTimeout: time.Minute})
-	t.Cleanup(func() { rdb.Close() })
-	pipe := rdb.Pipeline()
-	calls := make([]*redis.IntSliceCmd, n)
-	for i := range calls {
-		calls[i] = redis.NewIntSliceCmd(ctx, "CL.THROTTLE", "user"+strconv.Itoa(i), "15", "30", "60")
-		_ = pipe.Process(ctx, calls[i])
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		t.Fatalf("a pipeline of %d CL.THROTTLE calls: %v", n, err)
-	}
-	for i, c := range calls {
-		if got := c.Val(); len(got) != 5 || got[0] != 0 || got[1] != 16 || got[2] != 15 {
-			t.Fatalf("call %d: %v, want [0 16 15 -1 2]", i, got)
+// answered, on an event loop, on a goroutine, and over TLS.
+func TestGoRedisPipelineOfThrottles(t *testing.T) {
+	test := func(t *testing.T, h *harness, tlsCfg *tls.Config) {
+		const n = 300000
+		ctx := context.Background()
+		// The deadlock it guards against never ends: the deadlines are long
+		// enough for the whole pipeline under -race on a busy machine.
+		rdb := redis.NewClient(&redis.Options{Addr: h.addr, MaxRetries: -1, ReadTimeout: time.Minute,
+			WriteTimeout: time.Minute, TLSConfig: tlsCfg})
+		t.Cleanup(func() { rdb.Close() })
+		pipe := rdb.Pipeline()
+		calls := make([]*redis.IntSliceCmd, n)
+		for i := range calls {
+			calls[i] = redis.NewIntSliceCmd(ctx, "CL.THROTTLE", "user"+strconv.Itoa(i), "15", "30", "60")
+			_ = pipe.Process(ctx, calls[i])
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			t.Fatalf("a pipeline of %d CL.THROTTLE calls: %v", n, err)
+		}
+		for i, c := range calls {
+			if got := c.Val(); len(got) != 5 || got[0] != 0 || got[1] != 16 || got[2] != 15 {
+				t.Fatalf("call %d: %v, want [0 16 15 -1 2]", i, got)
+			}
 		}
 	}
+	forEachPath(t, func(t *testing.T, cfg Config) {
+		test(t, startCommands(t, nil, cfg, commands.Options{}), nil)
+	})
+	t.Run("tls", func(t *testing.T) {
+		p := newTestPKI(t)
+		test(t, startTLS(t, p, false, Config{}), p.clientTLS())
+	})
 }
 
-// TestLoopRunsNothingReadAfterShutdown: a client whose replies wait for
-// its socket when Shutdown begins gets them, and then the end of the
-// connection: a request it sends meanwhile, which the loop still reads
+// TestRunsNothingReadAfterShutdown: a client whose replies wait for its
+// socket when Shutdown begins gets them, and then the end of the
+// connection: a request it sends meanwhile, which the server still reads
 // as it read on before, is not run.
-func TestLoopRunsNothingReadAfterShutdown(t *testing.T) {
-	h := startOneLoop(t, Config{})
+func TestRunsNothingReadAfterShutdown(t *testing.T) { forEachPath(t, testRunsNothingReadAfterShutdown) }
+
+func testRunsNothingReadAfterShutdown(t *testing.T, cfg Config) {
+	h := startPath(t, cfg)
 	c := h.dial()
 	if err := c.Conn.(*net.TCPConn).SetReadBuffer(64 << 10); err != nil {
 		t.Fatal(err)
@@ -230,20 +265,22 @@ func waitShutdownBegun(t *testing.T, s *Server) {
 	}
 }
 
-// TestLoopReadsOnAfterQuit: a client that writes its whole pipeline
+// TestReadsOnAfterQuit: a client that writes its whole pipeline
 // before it reads, with a QUIT or a protocol error within it, gets every
 // reply up to that one and then the end of the connection, as from Redis
-// 7.0: while those replies wait for its socket, the loop reads on and
+// 7.0: while those replies wait for its socket, the server reads on and
 // drops the rest of the pipeline, instead of both sides blocking in their
 // writes, and it reads it all before the last replies are sent, so that
 // the close does not reset the connection and drop them.
-func TestLoopReadsOnAfterQuit(t *testing.T) {
+func TestReadsOnAfterQuit(t *testing.T) { forEachPath(t, testReadsOnAfterQuit) }
+
+func testReadsOnAfterQuit(t *testing.T, cfg Config) {
 	for _, c := range []struct{ name, req, reply string }{
 		{"QUIT", "QUIT\r\n", "+OK\r\n"},
 		{"protocol error", "*x\r\n", "-ERR Protocol error: invalid multibulk length\r\n"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			h := startOneLoop(t, Config{})
+			h := startPath(t, cfg)
 			cl := h.dial()
 			// A small window: most of the replies wait in the server's socket.
 			if err := cl.Conn.(*net.TCPConn).SetReadBuffer(64 << 10); err != nil {

@@ -321,15 +321,29 @@ func (l *testListener) waitClosed(t *testing.T) {
 	}
 }
 
-// countingConn counts Write calls: one per flushed batch. It hands its
-// socket to an event loop as the connection it wraps would.
+// countingConn counts Write calls: one per flushed batch, whether through
+// the connection or on its socket (a goroutine's write that does not
+// wait). It hands its socket to an event loop as the connection it wraps
+// would.
 type countingConn struct {
 	net.Conn
 	writes *atomic.Int64
 }
 
 func (c *countingConn) SyscallConn() (syscall.RawConn, error) {
-	return c.Conn.(syscall.Conn).SyscallConn()
+	rc, err := c.Conn.(syscall.Conn).SyscallConn()
+	return countingRawConn{rc, c.writes}, err
+}
+
+// countingRawConn counts the writes on a connection's socket.
+type countingRawConn struct {
+	syscall.RawConn
+	writes *atomic.Int64
+}
+
+func (c countingRawConn) Write(f func(fd uintptr) bool) error {
+	c.writes.Add(1)
+	return c.RawConn.Write(f)
 }
 
 func (c *countingConn) Write(p []byte) (int, error) {

@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"runtime"
@@ -16,24 +17,37 @@ import (
 // BenchmarkServerPipeline measures the whole server path: a loopback
 // client sends batches of pipelined CL.THROTTLE requests on keys that
 // already exist, through the real command table and engine, and reads every
-// reply, on an event loop and on a goroutine per connection. allocs/cmd counts the allocations of the whole process (client
-// included, which allocates nothing) per command.
+// reply, on an event loop, on a goroutine per connection, and over TLS
+// (a goroutine per connection). allocs/cmd counts the allocations of the
+// whole process (client included, which allocates nothing over plain TCP)
+// per command.
 func BenchmarkServerPipeline(b *testing.B) {
 	for _, drv := range []struct {
 		name  string
 		loops int
-	}{{"loop", 1}, {"goroutine", 0}} {
+		tls   bool
+	}{{"loop", 1, false}, {"goroutine", 0, false}, {"tls", 0, true}} {
 		for _, depth := range []int{1, 16} {
-			b.Run(drv.name+"/P"+strconv.Itoa(depth), func(b *testing.B) { benchPipeline(b, drv.loops, depth) })
+			b.Run(drv.name+"/P"+strconv.Itoa(depth), func(b *testing.B) { benchPipeline(b, drv.loops, depth, drv.tls) })
 		}
 	}
 }
 
-func benchPipeline(b *testing.B, loops, depth int) {
+func benchPipeline(b *testing.B, loops, depth int, useTLS bool) {
 	eng := engine.New(engine.Options{SweepInterval: -1})
 	defer eng.Close()
 	cmds := commands.New(commands.Options{Engine: eng, Logger: newTestLogger()})
-	srv := New(Config{Handler: cmds, Logger: newTestLogger(), EventLoops: loops})
+	cfg := Config{Handler: cmds, Logger: newTestLogger(), EventLoops: loops}
+	var clientTLS *tls.Config
+	if useTLS {
+		p := newTestPKI(b)
+		var err error
+		if cfg.TLS, err = LoadTLS(p.certFile, p.keyFile, ""); err != nil {
+			b.Fatal(err)
+		}
+		clientTLS = p.clientTLS()
+	}
+	srv := New(cfg)
 	cmds.SetHost(srv)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -49,7 +63,12 @@ func benchPipeline(b *testing.B, loops, depth int) {
 			b.Error(err)
 		}
 	}()
-	nc, err := net.Dial("tcp", ln.Addr().String())
+	var nc net.Conn
+	if useTLS {
+		nc, err = tls.Dial("tcp", ln.Addr().String(), clientTLS)
+	} else {
+		nc, err = net.Dial("tcp", ln.Addr().String())
+	}
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -437,6 +437,14 @@ func (s *session) closeLocked(err error) step {
 	return stepClose
 }
 
+// endsOnceSent reports whether the connection is to end once its output is
+// sent: after QUIT, a protocol error, or with Shutdown under way.
+func (s *session) endsOnceSent() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.end != nil || s.closing
+}
+
 // pending reports whether a paused command has yet to complete; a driver
 // that cannot wait for bytes and for a wake at once waits for the wake.
 func (s *session) pending() bool { return s.w.pending() }
@@ -518,7 +526,11 @@ func (s *session) shutdown() {
 		s.closed, s.closeErr, s.waiting = true, errShutdown, false
 		s.drv.shutSocket()
 	}
+	drv, later := s.drv, !s.closed
 	s.mu.Unlock()
+	if later {
+		drv.wake() // a driver reading while its last reply is on its way ends once it is sent
+	}
 }
 
 // close closes the connection at once, dropping whatever is pending;

@@ -31,7 +31,7 @@ type testPKI struct {
 
 // newTestPKI generates the certificates (ECDSA P-256) in a temporary
 // directory.
-func newTestPKI(t *testing.T) *testPKI {
+func newTestPKI(t testing.TB) *testPKI {
 	t.Helper()
 	dir := t.TempDir()
 	now := time.Now()
