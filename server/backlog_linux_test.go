@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -89,6 +90,43 @@ func TestReadsPipelineWhileRepliesWait(t *testing.T) {
 		p := newTestPKI(t)
 		test(t, startTLS(t, p, false, Config{}).dialTLS(p.clientTLS()))
 	})
+	t.Run("tls with TCP_NOTSENT_LOWAT", func(t *testing.T) {
+		// As net.ipv4.tcp_notsent_lowat would set it: a write blocks once
+		// that much is unsent, whatever room the send buffer has.
+		p := newTestPKI(t)
+		tlsCfg, err := LoadTLS(p.certFile, p.keyFile, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		inner, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := startCommands(t, notsentLowatListener{inner}, Config{TLS: tlsCfg}, commands.Options{})
+		test(t, h.dialTLS(p.clientTLS()))
+	})
+}
+
+// notsentLowatListener sets TCP_NOTSENT_LOWAT to 16 KiB on every
+// connection it accepts.
+type notsentLowatListener struct{ net.Listener }
+
+func (l notsentLowatListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	rc, err := c.(*net.TCPConn).SyscallConn()
+	if err == nil {
+		err = rc.Control(func(fd uintptr) {
+			err = syscall.SetsockoptInt(int(fd), syscall.IPPROTO_TCP, tcpNotsentLowat, 16<<10)
+		})
+	}
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
 }
 
 // startPath serves cfg on one event loop if it asks for event loops
@@ -272,20 +310,40 @@ func waitShutdownBegun(t *testing.T, s *Server) {
 // drops the rest of the pipeline, instead of both sides blocking in their
 // writes, and it reads it all before the last replies are sent, so that
 // the close does not reset the connection and drop them.
-func TestReadsOnAfterQuit(t *testing.T) { forEachPath(t, testReadsOnAfterQuit) }
+func TestReadsOnAfterQuit(t *testing.T) {
+	forEachPath(t, func(t *testing.T, cfg Config) {
+		testReadsOnAfterQuit(t, func() *harness { return startPath(t, cfg) }, nil)
+	})
+	t.Run("tls", func(t *testing.T) {
+		p := newTestPKI(t)
+		testReadsOnAfterQuit(t, func() *harness { return startTLS(t, p, false, Config{}) }, p.clientTLS())
+	})
+}
 
-func testReadsOnAfterQuit(t *testing.T, cfg Config) {
+// testReadsOnAfterQuit runs TestReadsOnAfterQuit on servers from start,
+// over TLS with tlsCfg if it is not nil.
+func testReadsOnAfterQuit(t *testing.T, start func() *harness, tlsCfg *tls.Config) {
 	for _, c := range []struct{ name, req, reply string }{
 		{"QUIT", "QUIT\r\n", "+OK\r\n"},
 		{"protocol error", "*x\r\n", "-ERR Protocol error: invalid multibulk length\r\n"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			h := startPath(t, cfg)
-			cl := h.dial()
-			// A small window: most of the replies wait in the server's socket.
-			if err := cl.Conn.(*net.TCPConn).SetReadBuffer(64 << 10); err != nil {
+			h := start()
+			nc, err := net.Dial("tcp", h.addr)
+			if err != nil {
 				t.Fatal(err)
 			}
+			// A small window: most of the replies wait in the server's socket.
+			if err := nc.(*net.TCPConn).SetReadBuffer(64 << 10); err != nil {
+				t.Fatal(err)
+			}
+			if tlsCfg != nil {
+				cfg := tlsCfg.Clone()
+				cfg.ServerName = "127.0.0.1"
+				nc = tls.Client(nc, cfg)
+			}
+			t.Cleanup(func() { nc.Close() })
+			cl := &client{t: t, Conn: nc}
 			req, want := markedEchoes(8000, 1000) // 8 MB of replies
 			rest, _ := markedEchoes(16000, 1000)  // 16 MB of requests: more than the sockets hold
 			req = append(append(req, c.req...), rest...)

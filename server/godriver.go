@@ -25,7 +25,7 @@ var aLongTimeAgo = time.Unix(1, 0)
 type goDriver struct {
 	s      *session
 	nc     net.Conn        // with TLS, the *tls.Conn: the bytes here are decrypted
-	sock   syscall.RawConn // the socket under nc, for writeNow; nil if none
+	sock   syscall.RawConn // the socket under nc (under TLS too), for writeNow, discard and drain; nil if none
 	woken  chan struct{}   // a paused command completed, a line was pushed, a write ended, or the session closed
 	writes chan []byte     // to the writer goroutine: output to send
 	stop   sync.WaitGroup  // the writer goroutine
@@ -49,11 +49,11 @@ type goDriver struct {
 	// writing (serve's in writeNow, the writer's while handed a write).
 	writeDeadline bool
 
-	raw rawWrite // writeNow's, where the system has it; serve's goroutine only
+	raw rawSocket // for writeNow, roomFor, discard and drain, where the system has it; serve's goroutine only
 }
 
 func newGoDriver(nc net.Conn) *goDriver {
-	return &goDriver{nc: nc, sock: socketOf(nc), woken: make(chan struct{}, 1), writes: make(chan []byte, 1)}
+	return &goDriver{nc: nc, sock: socketFor(nc), woken: make(chan struct{}, 1), writes: make(chan []byte, 1)}
 }
 
 // wake also cuts short a Read the driver is blocked in, which only a
@@ -113,6 +113,7 @@ func (d *goDriver) serve() {
 		if p := recover(); p != nil { // a bug here must not take the server down
 			s.fail(s.panicked(p))
 		}
+		d.drain()        // what the client sent last, which would make the close reset the connection
 		_ = d.nc.Close() // ends a write under way
 		close(d.writes)
 		d.stop.Wait()
@@ -134,7 +135,7 @@ func (d *goDriver) serve() {
 			case n == len(b):
 				s.sent(n)
 			default:
-				d.startWrite(b, n, now)
+				d.startWrite(b, n, time.Now()) // not the batch's start: it may have run long
 			}
 		case stepClose:
 			return
@@ -164,6 +165,7 @@ func (d *goDriver) startWrite(b []byte, n int, now time.Time) {
 	d.mu.Lock()
 	d.writing, d.inFlight, d.before = true, len(b), n
 	d.mu.Unlock()
+	d.raw.forget()
 	d.s.waitSending(now)
 	d.writes <- b[n:]
 }
@@ -208,7 +210,7 @@ func (d *goDriver) waitWoken() {
 func (d *goDriver) writeLoop() {
 	defer d.stop.Done()
 	for b := range d.writes {
-		n, err := d.write(b)
+		n, err := d.writeSafely(b)
 		d.mu.Lock()
 		d.wrote, d.n, d.err = true, n, err
 		wake := err != nil || d.waitsForWrite || d.s.idleTimeout > 0 // idleTimeout is set once, at the start
@@ -217,6 +219,17 @@ func (d *goDriver) writeLoop() {
 			d.wake()
 		}
 	}
+}
+
+// writeSafely is write, with a panic its error: a bug here must not take
+// the server down.
+func (d *goDriver) writeSafely(b []byte) (n int, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = d.s.panicked(p)
+		}
+	}()
+	return d.write(b)
 }
 
 // tlsRecordLen is the most plaintext one TLS record carries.
@@ -261,8 +274,9 @@ func (d *goDriver) read() (n int, err error) {
 	// restarts it.
 	dl := s.idleDeadline()
 	// The write under way must wake serve when it ends if more output
-	// waits behind it, or if the connection is to end once it is sent.
-	unsent, ending := len(s.output()), s.endsOnceSent()
+	// waits behind it, or something else waits for it to be sent.
+	unsent := len(s.output())
+	ending, pushed := s.afterSending()
 	d.mu.Lock()
 	select {
 	case <-d.woken:
@@ -270,7 +284,7 @@ func (d *goDriver) read() (n int, err error) {
 		return 0, errWoken
 	default:
 	}
-	d.waitsForWrite = d.writing && (unsent > d.inFlight || ending)
+	d.waitsForWrite = d.writing && (unsent > d.inFlight || ending || pushed)
 	if d.waitsForWrite && d.wrote {
 		d.mu.Unlock()
 		return 0, errWoken // take note of it first
@@ -282,7 +296,11 @@ func (d *goDriver) read() (n int, err error) {
 	}
 	d.mu.Unlock()
 
-	n, err = d.nc.Read(s.room())
+	if ending && d.sock != nil {
+		n, err = d.discard() // nothing read is used any more
+	} else {
+		n, err = d.nc.Read(s.room())
+	}
 
 	d.mu.Lock()
 	interrupted := d.interrupted

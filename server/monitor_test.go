@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"io"
 	"net"
 	"strings"
 	"testing"
@@ -130,6 +131,69 @@ func TestMonitorIdleNeverTimesOut(t *testing.T) {
 		line, err := r.ReadString('\n')
 		if err != nil || !strings.HasSuffix(line, "] \"PING\"\r\n") {
 			t.Fatalf("monitor after idling: %q %v", line, err)
+		}
+	})
+}
+
+// TestMonitorBehindGetsLaterLines: a monitor that falls behind, so that
+// its backlog goes to its socket as one write larger than a batch's
+// replies, and that then reads on, gets the lines pushed while that write
+// is under way, and every line after them.
+func TestMonitorBehindGetsLaterLines(t *testing.T) {
+	forEachPath(t, func(t *testing.T, cfg Config) {
+		_, addr := startMonitored(t, cfg, 256<<20)
+		mon, err := net.Dial("tcp", addr) // reads nothing for now
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer mon.Close()
+		mr := bufio.NewReader(mon)
+		_, _ = mon.Write([]byte(cmd("MONITOR")))
+		_ = mon.SetReadDeadline(time.Now().Add(testTimeout))
+		if line, err := mr.ReadString('\n'); line != "+OK\r\n" {
+			t.Fatalf("MONITOR: %q %v", line, err)
+		}
+		nc, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		r := bufio.NewReader(nc)
+		call := func(req string, replyLen int) {
+			t.Helper()
+			_ = nc.SetDeadline(time.Now().Add(testTimeout))
+			if _, err := nc.Write([]byte(req)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := io.ReadFull(r, make([]byte, replyLen)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		echo := cmd("ECHO", strings.Repeat("x", 1000))
+		for range 300 { // about 30 MB of lines, far more than the sockets hold
+			call(strings.Repeat(echo, 100), 100*len("$1000\r\n"+strings.Repeat("x", 1000)+"\r\n"))
+		}
+		time.Sleep(100 * time.Millisecond)
+		for range 100 { // the monitor takes some: its backlog goes to the socket
+			if _, err := mr.ReadString('\n'); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+		for range 3 { // lines pushed while that write is under way
+			call(cmd("ECHO", "later"), len("$5\r\nlater\r\n"))
+			time.Sleep(50 * time.Millisecond)
+		}
+		call(cmd("ECHO", "marker"), len("$6\r\nmarker\r\n"))
+		_ = mon.SetReadDeadline(time.Now().Add(testTimeout))
+		for lines := 0; ; lines++ {
+			line, err := mr.ReadString('\n')
+			if err != nil {
+				t.Fatalf("monitor after %d more lines: %v (the marker's never came)", lines, err)
+			}
+			if strings.Contains(line, `"marker"`) {
+				return
+			}
 		}
 	})
 }

@@ -437,12 +437,14 @@ func (s *session) closeLocked(err error) step {
 	return stepClose
 }
 
-// endsOnceSent reports whether the connection is to end once its output is
-// sent: after QUIT, a protocol error, or with Shutdown under way.
-func (s *session) endsOnceSent() bool {
+// afterSending reports what waits for the output to be sent: the end of
+// the connection (after QUIT, a protocol error, or with Shutdown under
+// way: what is read then is dropped), or pushed lines, which run takes
+// once fewer than maxBatchReply bytes are ready.
+func (s *session) afterSending() (ending, pushed bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.end != nil || s.closing
+	return s.end != nil || s.closing, len(s.pushed) > 0
 }
 
 // pending reports whether a paused command has yet to complete; a driver
