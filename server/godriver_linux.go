@@ -190,9 +190,16 @@ func (d *goDriver) discard() (int, error) {
 // waiting, as serve closes the connection: what the client sent after
 // serve last read, which would make the close reset the connection.
 func (d *goDriver) drain() {
-	if d.sock != nil {
-		_ = d.sock.Read(d.raw.drainer().drainNow)
+	if d.sock == nil {
+		return
 	}
+	d.mu.Lock()
+	if d.deadline { // a wake's, which cut the last read short: the socket would read nothing
+		_ = d.nc.SetReadDeadline(time.Time{})
+		d.deadline = false
+	}
+	d.mu.Unlock()
+	_ = d.sock.Read(d.raw.drainer().drainNow)
 }
 
 // drainer readies w for discard and drain.
