@@ -105,9 +105,10 @@ func (v *verdict) bytes(r Rule, now, qty int64) (held, after int64) {
 // afterApply returns how many requests l, whose ring is ring, holds and
 // how long its ring is in words once swLogs.apply(l, v, now, qty, limit)
 // has run, without running it, step for step as apply does (grow, rebase,
-// shrink): what a ThrottleAll reserves room for before it records
-// anything. Like apply, it reads the ring only where apply grows,
-// re-encodes or shrinks it. TestSWLogAfterApply holds the two together.
+// shrink), by the same rules (growTo, growCopies, needsRebase, shrinks):
+// what a ThrottleAll reserves room for before it records anything. Like
+// apply, it reads the ring only where apply grows, re-encodes or shrinks
+// it. TestSWLogAfterApply holds the two together.
 func (l *swLog) afterApply(ring []uint64, v swView, now, qty, limit int64) (size, words int) {
 	size, c, words := l.size-v.drop, l.capacity(), l.n
 	n := uint32(0)
@@ -117,11 +118,11 @@ func (l *swLog) afterApply(ring []uint64, v swView, now, qty, limit int64) (size
 		case size == c: // grow
 			c = growTo(c, size, limit)
 			words = c
-			if l.wide || l.n == 0 || !l.fits(now, n) {
+			if !l.growCopies(now, n) {
 				s := l.span(ring, v.drop, now, n)
 				words, _, _, _ = ringForm(c, &s)
 			}
-		case !l.wide && !l.fits(now, n): // rebase
+		case l.needsRebase(now, n):
 			s := l.span(ring, v.drop, now, n)
 			if _, _, ok := s.compact(); !ok {
 				words = wideLen(c)
@@ -129,7 +130,7 @@ func (l *swLog) afterApply(ring []uint64, v swView, now, qty, limit int64) (size
 		}
 		size++
 	}
-	if c > 16 && size <= c/4 {
+	if shrinks(c, size) {
 		s := l.span(ring, v.drop, now, n)
 		words, _, _, _ = ringForm(c/2, &s)
 	}

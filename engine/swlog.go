@@ -290,7 +290,7 @@ func (ls *swLogs) apply(l *swLog, v swView, now int64, qty, limit int64) int64 {
 		if l.size == c {
 			ls.grow(l, growTo(c, l.size, limit), now, n)
 			c = l.capacity()
-		} else if !l.wide && !l.fits(now, n) {
+		} else if l.needsRebase(now, n) {
 			ls.rebase(l, now, n)
 		}
 		j := int(l.head) + l.size
@@ -305,11 +305,25 @@ func (ls *swLogs) apply(l *swLog, v swView, now int64, qty, limit int64) int64 {
 		l.size++
 		l.total += qty
 	}
-	if c > 16 && l.size <= c/4 {
+	if shrinks(c, l.size) {
 		ls.resize(l, c/2, 0, 0)
 	}
 	return l.bytes() - before
 }
+
+// needsRebase reports whether l's ring, with room for one more request at
+// at of quantity n, must be re-encoded for it first: a compact ring whose
+// encoding it does not fit.
+func (l *swLog) needsRebase(at int64, n uint32) bool { return !l.wide && !l.fits(at, n) }
+
+// growCopies reports whether l's full ring, growing for one more request at
+// at of quantity n, keeps its encoding, its words copied as they are: a
+// compact ring that the request fits.
+func (l *swLog) growCopies(at int64, n uint32) bool { return !l.wide && l.n != 0 && l.fits(at, n) }
+
+// shrinks reports whether a ring of capacity c holding size requests
+// shrinks to half: past 16 slots, once a quarter or less is used.
+func shrinks(c, size int) bool { return c > 16 && size <= c/4 }
 
 // rebase re-encodes l's compact ring in place for the requests held and
 // one more, at at, of quantity n; or, where they need it, moves them to
@@ -353,7 +367,7 @@ func growTo(c, size int, limit int64) int {
 // words are copied as they are: most rings grow that way, and a copy costs
 // a fraction of decoding and encoding every request held.
 func (ls *swLogs) grow(l *swLog, c int, at int64, n uint32) {
-	if l.wide || l.n == 0 || !l.fits(at, n) {
+	if !l.growCopies(at, n) {
 		ls.resize(l, c, at, n)
 		return
 	}
