@@ -330,22 +330,38 @@ func (s *Shared) Start(ctx context.Context) error {
 	}
 	s.started = true
 	s.wg.Add(3)
-	s.mu.Unlock()
 	// Read before the prober runs, which subscribes if it asks.
 	known := s.mode.Load().unasked == nil
+	later := known && err != nil
+	if later {
+		s.wg.Add(1)
+	}
+	s.mu.Unlock()
 	go s.b.run()
 	go s.probe()
 	go s.publisher()
-	if known {
-		s.subscribe()
+	switch {
+	case later:
+		// A store that takes connections but does not answer (stopped,
+		// failing over) would hold the subscription's first connection
+		// for the client's read timeout: it is made on a goroutine, and
+		// drops whatever was remembered before it took effect.
+		go func() {
+			defer s.wg.Done()
+			s.subscribe(true)
+		}()
+	case known:
+		s.subscribe(false)
 	}
 	return nil
 }
 
 // subscribe subscribes to the invalidations through the store's client and
 // starts listen, unless Shared is closed. It runs once, when the store's
-// mode is known: at Start, or when ask decides it.
-func (s *Shared) subscribe() {
+// mode is known: at Start (or on a goroutine after it, with dropFirst), or
+// when ask decides it. With dropFirst, the first subscription drops every
+// key remembered, as every later one does.
+func (s *Shared) subscribe(dropFirst bool) {
 	ps := s.mode.Load().client.Subscribe(s.ctx, s.channel)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -355,7 +371,7 @@ func (s *Shared) subscribe() {
 	}
 	s.pubsub = ps
 	s.wg.Add(1)
-	go s.listen(ps.ChannelWithSubscriptions())
+	go s.listen(ps.ChannelWithSubscriptions(), dropFirst)
 }
 
 // connect asks the store whether it is a Redis Cluster node if that is not
@@ -657,7 +673,7 @@ func (s *Shared) probe() {
 			ctx, cancel := context.WithTimeout(s.ctx, s.opts.Timeout)
 			decided, err := s.ask(ctx)
 			if decided {
-				s.subscribe()
+				s.subscribe(false) // no decision was made in the store before
 			}
 			if err == nil {
 				err = casScript.Load(ctx, s.Client()).Err() // a PING that also reloads the script

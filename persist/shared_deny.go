@@ -345,10 +345,11 @@ func (s *Shared) publishWithin(ctx context.Context, msgs []string) error {
 // listen drops the keys other instances (and this one) say were deleted.
 // The subscription's connection may drop and be made again, and what was
 // published meanwhile is lost: every subscription after the first drops
-// every key.
-func (s *Shared) listen(ch <-chan any) {
+// every key, and the first too with dropFirst (Start's, made on a
+// goroutine while decisions may already be made in the store).
+func (s *Shared) listen(ch <-chan any, dropFirst bool) {
 	defer s.wg.Done()
-	subscribed := false
+	subscribed := dropFirst // as if subscribed before: the next subscription drops every key
 	for {
 		select {
 		case msg, ok := <-ch:

@@ -530,3 +530,38 @@ func TestSharedStoreRefusingInfo(t *testing.T) {
 	}
 	client.Close()
 }
+
+// TestSharedStartWhileStoreStopped: Start with a store that is known (it
+// answered NewStoreClient) but stopped (SIGSTOP) returns once its first
+// try has timed out, not after the subscription's connection has waited
+// out the client's read timeout (3 s) as well; once the store answers,
+// the invalidations of another instance arrive through the subscription
+// made meanwhile.
+func TestSharedStartWhileStoreStopped(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	c, unsure, err := NewStoreClient(context.Background(), srv.URL())
+	if err != nil || unsure {
+		t.Fatalf("NewStoreClient: unsure %v, %v", unsure, err)
+	}
+	srv.Pause()
+	s := NewShared(c, SharedOptions{Local: engine.New(engine.Options{SweepInterval: -1}), Timeout: 250 * time.Millisecond})
+	start := time.Now()
+	startShared(t, s)
+	took := time.Since(start)
+	srv.Resume()
+	if took > 2*time.Second { // the first try's 1 s, and 3 s more when the subscription is waited for
+		t.Errorf("Start took %v with the store stopped, want within 2s", took)
+	}
+	waitFor(t, "the store back", func() bool { return !s.Stats().StoreDown })
+	b := NewShared(srv.Client(t), SharedOptions{Local: engine.New(engine.Options{SweepInterval: -1}), Timeout: 5 * time.Second})
+	startShared(t, b)
+	exhaustCL(t, s, "d")
+	if !remembered(s, "d") {
+		t.Fatal("the refusal was not remembered")
+	}
+	if _, err := b.Keyspace().Delete(context.Background(), []string{"d"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the deny entry dropped", func() bool { return !remembered(s, "d") })
+}
