@@ -16,12 +16,13 @@ var aLongTimeAgo = time.Unix(1, 0)
 
 // goDriver runs a session on a goroutine of its own, with blocking reads
 // on its socket: TLS connections, systems without event loops, and
-// Config.EventLoops 0 or less. Its writes go on a second goroutine, which
-// serve starts and stops: while the socket takes no more output, serve
-// goes on reading and running requests, up to maxUnsent bytes of replies
-// waiting, as an event loop does, so that a client that writes its whole
-// pipeline before it reads (go-redis's Pipeline) is not left blocked in
-// its write while the server blocks in its own.
+// Config.EventLoops 0 or less. It writes what the socket takes at once
+// itself (writeNow), and hands the rest to a second goroutine, which serve
+// starts and stops: while the socket takes no more output, serve goes on
+// reading and running requests, up to maxUnsent bytes of replies waiting,
+// as an event loop does, so that a client that writes its whole pipeline
+// before it reads (go-redis's Pipeline) is not left blocked in its write
+// while the server blocks in its own.
 type goDriver struct {
 	s      *session
 	nc     net.Conn        // with TLS, the *tls.Conn: the bytes here are decrypted
@@ -56,9 +57,9 @@ func newGoDriver(nc net.Conn) *goDriver {
 	return &goDriver{nc: nc, sock: socketFor(nc), woken: make(chan struct{}, 1), writes: make(chan []byte, 1)}
 }
 
-// wake also cuts short a Read the driver is blocked in, which only a
-// pushed line (MONITOR) can find: a paused command is waited for without
-// reading.
+// wake also cuts short a Read the driver is blocked in, which a pushed
+// line (MONITOR), Shutdown or the end of a write serve waits for can
+// find: a paused command is waited for without reading.
 func (d *goDriver) wake() {
 	select {
 	case d.woken <- struct{}{}:
@@ -100,10 +101,11 @@ func (d *goDriver) ready(_, output bool) bool {
 }
 
 // serve runs the session until it ends. Each read from the socket brings a
-// batch of requests, run at once, their replies handed to the writer
-// goroutine as one write. While a write is under way serve reads on, up
-// to maxUnsent bytes of replies waiting (session.next); while a command is
-// paused it does not read: it waits for the command to complete.
+// batch of requests, run at once, their replies sent as one write: what
+// the socket takes at once by serve, the rest by the writer goroutine.
+// While a write is under way serve reads on, up to maxUnsent bytes of
+// replies waiting (session.next); while a command is paused it does not
+// read: it waits for the command to complete.
 func (d *goDriver) serve() {
 	s := d.s
 	var err error
