@@ -12,7 +12,9 @@
 // system calls that takes bytes in, runs requests and gives bytes out. A
 // driver moves its bytes and keeps its time: an epoll event loop on Linux
 // (evloop_linux.go, loopconn_linux.go) or a goroutine per connection
-// (godriver.go) for TLS, other systems, and Config.EventLoops 0. A loop
+// (godriver.go) for TLS, other systems, and Config.EventLoops 0, with a
+// second one that writes what the socket had no room for. Both read on
+// while a client's replies wait for its socket. A loop
 // runs one command at a time for all its connections, so a slow command
 // holds every client of that loop; a command that waits on a store pauses
 // instead, and its reply goes out in order when it completes. In a process
