@@ -344,24 +344,22 @@ func (s *Shared) Start(ctx context.Context) error {
 	case later:
 		// A store that takes connections but does not answer (stopped,
 		// failing over) would hold the subscription's first connection
-		// for the client's read timeout: it is made on a goroutine, and
-		// drops whatever was remembered before it took effect.
+		// for the client's read timeout: it is made on a goroutine.
 		go func() {
 			defer s.wg.Done()
-			s.subscribe(true)
+			s.subscribe()
 		}()
 	case known:
-		s.subscribe(false)
+		s.subscribe()
 	}
 	return nil
 }
 
 // subscribe subscribes to the invalidations through the store's client and
 // starts listen, unless Shared is closed. It runs once, when the store's
-// mode is known: at Start (or on a goroutine after it, with dropFirst), or
-// when ask decides it. With dropFirst, the first subscription drops every
-// key remembered, as every later one does.
-func (s *Shared) subscribe(dropFirst bool) {
+// mode is known: at Start (or on a goroutine after it), or when ask
+// decides it.
+func (s *Shared) subscribe() {
 	ps := s.mode.Load().client.Subscribe(s.ctx, s.channel)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -371,7 +369,7 @@ func (s *Shared) subscribe(dropFirst bool) {
 	}
 	s.pubsub = ps
 	s.wg.Add(1)
-	go s.listen(ps.ChannelWithSubscriptions(), dropFirst)
+	go s.listen(ps.ChannelWithSubscriptions())
 }
 
 // connect asks the store whether it is a Redis Cluster node if that is not
@@ -673,7 +671,7 @@ func (s *Shared) probe() {
 			ctx, cancel := context.WithTimeout(s.ctx, s.opts.Timeout)
 			decided, err := s.ask(ctx)
 			if decided {
-				s.subscribe(false) // no decision was made in the store before
+				s.subscribe()
 			}
 			if err == nil {
 				err = casScript.Load(ctx, s.Client()).Err() // a PING that also reloads the script

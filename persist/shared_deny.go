@@ -343,13 +343,14 @@ func (s *Shared) publishWithin(ctx context.Context, msgs []string) error {
 }
 
 // listen drops the keys other instances (and this one) say were deleted.
-// The subscription's connection may drop and be made again, and what was
-// published meanwhile is lost: every subscription after the first drops
-// every key, and the first too with dropFirst (Start's, made on a
-// goroutine while decisions may already be made in the store).
-func (s *Shared) listen(ch <-chan any, dropFirst bool) {
+// What was published before a subscription took effect is lost, and
+// decisions may have reached the store meanwhile (go-redis makes a
+// subscription's connection again, later, when it fails or is cut; Start's
+// is made on a goroutine when the store did not answer): the first
+// subscription drops every refusal remembered, every later one every key.
+func (s *Shared) listen(ch <-chan any) {
 	defer s.wg.Done()
-	subscribed := dropFirst // as if subscribed before: the next subscription drops every key
+	subscribed := false
 	for {
 		select {
 		case msg, ok := <-ch:
@@ -363,6 +364,8 @@ func (s *Shared) listen(ch <-chan any, dropFirst bool) {
 				}
 				if subscribed {
 					s.dropLocal(nil, true)
+				} else {
+					s.deny.invalidate(nil, true) // a cached value that is stale costs a conflict, not a wrong answer
 				}
 				subscribed = true
 			case *redis.Message:

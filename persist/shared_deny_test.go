@@ -2,7 +2,9 @@ package persist
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
+	"net"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/cellserver/cellserver/engine"
+	"github.com/cellserver/cellserver/persist/redistest"
 )
 
 // TestSharedDenyCacheOtherWindow: a fixed window of another length on the
@@ -312,5 +315,57 @@ func TestSharedSlowPublishHoldsNoRound(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("a decision waited for the invalidation's publish")
+	}
+}
+
+// TestSharedFirstSubscriptionDropsRefusals: when the invalidations'
+// subscription takes effect only after decisions were made in the store
+// (its first connection failed and go-redis made it again later), what
+// another instance published meanwhile is lost, and the refusals this
+// instance remembered are dropped as the subscription takes effect,
+// instead of being served until their retry_after (a minute here).
+func TestSharedFirstSubscriptionDropsRefusals(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	var dials atomic.Int32
+	gate, held := make(chan struct{}), make(chan struct{}, 1)
+	var dialer net.Dialer
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr, Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		switch dials.Add(1) {
+		case 2: // the subscription's first connection
+			return nil, errors.New("test: dial refused")
+		case 3: // go-redis's second try, held until the test opens the gate
+			held <- struct{}{}
+			<-gate
+		}
+		return dialer.DialContext(ctx, network, addr)
+	}})
+	t.Cleanup(func() { client.Close() })
+	s := NewShared(client, SharedOptions{Local: engine.New(engine.Options{SweepInterval: -1}), Timeout: time.Second})
+	startShared(t, s)
+	opened := false
+	defer func() {
+		if !opened {
+			close(gate)
+		}
+	}()
+	if s.Stats().StoreDown {
+		t.Fatal("the store counts as down")
+	}
+	<-held
+	b := NewShared(srv.Client(t), SharedOptions{Local: engine.New(engine.Options{SweepInterval: -1}), Timeout: 5 * time.Second})
+	startShared(t, b)
+	exhaustCL(t, s, "d")
+	if !remembered(s, "d") {
+		t.Fatal("the refusal was not remembered")
+	}
+	if _, err := b.Keyspace().Delete(context.Background(), []string{"d"}); err != nil {
+		t.Fatal(err)
+	}
+	close(gate)
+	opened = true
+	waitFor(t, "the refusal dropped as the subscription took effect", func() bool { return !remembered(s, "d") })
+	if a := wait(t, throttleAsync(s, "d", clQuota, 1)); a.err != nil || a.res.Limited {
+		t.Errorf("d after another instance's DEL: %+v, want admitted", a)
 	}
 }
