@@ -353,15 +353,7 @@ func TestSharedFirstSubscriptionDropsRefusals(t *testing.T) {
 		t.Fatal("the store counts as down")
 	}
 	<-held
-	b := NewShared(srv.Client(t), SharedOptions{Local: engine.New(engine.Options{SweepInterval: -1}), Timeout: 5 * time.Second})
-	startShared(t, b)
-	exhaustCL(t, s, "d")
-	if !remembered(s, "d") {
-		t.Fatal("the refusal was not remembered")
-	}
-	if _, err := b.Keyspace().Delete(context.Background(), []string{"d"}); err != nil {
-		t.Fatal(err)
-	}
+	refuseThenDeleteElsewhere(t, s, srv)
 	close(gate)
 	opened = true
 	waitFor(t, "the refusal dropped as the subscription took effect", func() bool { return !remembered(s, "d") })

@@ -424,15 +424,7 @@ func TestSharedAsksSingleAtFirstAnswer(t *testing.T) {
 	if a := wait(t, allAsync(s, []engine.Rule{fwRule("a", 5), fwRule("b", 5)}, 1)); a.err != nil || a.d.Limited {
 		t.Errorf("THROTTLE.ALL across hash slots on a single Redis: %+v, want admitted", a)
 	}
-	b := NewShared(srv.Client(t), SharedOptions{Local: engine.New(engine.Options{SweepInterval: -1}), Timeout: 5 * time.Second})
-	startShared(t, b)
-	exhaustCL(t, s, "d")
-	if !remembered(s, "d") {
-		t.Fatal("the refusal was not remembered")
-	}
-	if _, err := b.Keyspace().Delete(ctx, []string{"d"}); err != nil {
-		t.Fatal(err)
-	}
+	refuseThenDeleteElsewhere(t, s, srv)
 	waitFor(t, "the deny entry dropped", func() bool { return !remembered(s, "d") })
 	if st := s.Stats(); st.Downs != 1 || st.LocalDecisions != 0 {
 		t.Errorf("stats %+v: want the one spell down at start and every decision since made in the store", st)
@@ -554,14 +546,6 @@ func TestSharedStartWhileStoreStopped(t *testing.T) {
 		t.Errorf("Start took %v with the store stopped, want within 2s", took)
 	}
 	waitFor(t, "the store back", func() bool { return !s.Stats().StoreDown })
-	b := NewShared(srv.Client(t), SharedOptions{Local: engine.New(engine.Options{SweepInterval: -1}), Timeout: 5 * time.Second})
-	startShared(t, b)
-	exhaustCL(t, s, "d")
-	if !remembered(s, "d") {
-		t.Fatal("the refusal was not remembered")
-	}
-	if _, err := b.Keyspace().Delete(context.Background(), []string{"d"}); err != nil {
-		t.Fatal(err)
-	}
+	refuseThenDeleteElsewhere(t, s, srv)
 	waitFor(t, "the deny entry dropped", func() bool { return !remembered(s, "d") })
 }

@@ -486,6 +486,22 @@ func remembered(s *Shared, key string) bool {
 	return ok
 }
 
+// refuseThenDeleteElsewhere has s remember a refusal of the CL key d, and
+// then deletes d through another instance on srv, which publishes the
+// invalidation: the caller checks what s makes of it.
+func refuseThenDeleteElsewhere(t *testing.T, s *Shared, srv *redistest.Server) {
+	t.Helper()
+	b := NewShared(srv.Client(t), SharedOptions{Local: engine.New(engine.Options{SweepInterval: -1}), Timeout: 5 * time.Second})
+	startShared(t, b)
+	exhaustCL(t, s, "d")
+	if !remembered(s, "d") {
+		t.Fatal("the refusal was not remembered")
+	}
+	if _, err := b.Keyspace().Delete(context.Background(), []string{"d"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestSharedAllForeignKeyErrorOrder: a THROTTLE.ALL whose second key holds
 // another application's value answers the first rule's own error first, as
 // the engine decides rules in order (a refund past a CL key's state).
