@@ -96,6 +96,9 @@ type Shared struct {
 	// invalidations sent.
 	published chan struct{}
 	pubsub    *redis.PubSub
+	// isSubscribed: the invalidations' subscription has taken effect
+	// (subscribed).
+	isSubscribed atomic.Bool
 
 	down atomic.Bool
 	// ifeq: the store has a compare-and-set of its own (SET IFEQ), which
@@ -359,8 +362,21 @@ func (s *Shared) Start(ctx context.Context) error {
 // starts listen, unless Shared is closed. It runs once, when the store's
 // mode is known: at Start (or on a goroutine after it), or when ask
 // decides it.
+//
+// It waits (for the timeout, or a second) for the subscription to take
+// effect, so that what is published from then on reaches this instance;
+// if it has not, listen takes its confirmation when it comes.
 func (s *Shared) subscribe() {
 	ps := s.mode.Load().client.Subscribe(s.ctx, s.channel)
+	wait := max(s.opts.Timeout, time.Second)
+	ctx, cancel := context.WithTimeout(s.ctx, wait)
+	msg, err := ps.ReceiveTimeout(ctx, wait)
+	cancel()
+	m, ok := msg.(*redis.Subscription)
+	confirmed := err == nil && ok && m.Kind == "subscribe"
+	if confirmed {
+		s.subscribed()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -369,7 +385,7 @@ func (s *Shared) subscribe() {
 	}
 	s.pubsub = ps
 	s.wg.Add(1)
-	go s.listen(ps.ChannelWithSubscriptions())
+	go s.listen(ps.ChannelWithSubscriptions(), confirmed)
 }
 
 // connect asks the store whether it is a Redis Cluster node if that is not

@@ -320,23 +320,28 @@ func TestSharedSlowPublishHoldsNoRound(t *testing.T) {
 
 // TestSharedFirstSubscriptionDropsRefusals: when the invalidations'
 // subscription takes effect only after decisions were made in the store
-// (its first connection failed and go-redis made it again later), what
+// (its first connection failed, and go-redis made it again later), what
 // another instance published meanwhile is lost, and the refusals this
 // instance remembered are dropped as the subscription takes effect,
 // instead of being served until their retry_after (a minute here).
 func TestSharedFirstSubscriptionDropsRefusals(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
+	// The client's first connection serves every decision; the
+	// subscription's is refused, and every later one waits for the gate.
 	var dials atomic.Int32
-	gate, held := make(chan struct{}), make(chan struct{}, 1)
+	gate := make(chan struct{})
 	var dialer net.Dialer
 	client := redis.NewClient(&redis.Options{Addr: srv.Addr, Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
-		switch dials.Add(1) {
-		case 2: // the subscription's first connection
+		switch n := dials.Add(1); {
+		case n == 2:
 			return nil, errors.New("test: dial refused")
-		case 3: // go-redis's second try, held until the test opens the gate
-			held <- struct{}{}
-			<-gate
+		case n > 2:
+			select {
+			case <-gate:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
 		}
 		return dialer.DialContext(ctx, network, addr)
 	}})
@@ -349,10 +354,9 @@ func TestSharedFirstSubscriptionDropsRefusals(t *testing.T) {
 			close(gate)
 		}
 	}()
-	if s.Stats().StoreDown {
-		t.Fatal("the store counts as down")
+	if s.Stats().StoreDown || s.isSubscribed.Load() {
+		t.Fatalf("store down %v, subscribed %v: want up, not subscribed", s.Stats().StoreDown, s.isSubscribed.Load())
 	}
-	<-held
 	refuseThenDeleteElsewhere(t, s, srv)
 	close(gate)
 	opened = true
