@@ -24,6 +24,8 @@ type sharedClock struct {
 	// its offset.
 	offset atomic.Int64 // store time − local(), ns
 	bound  atomic.Int64 // ns; -1 before the first sample
+	// last is the latest time at has given, ns since the epoch.
+	last atomic.Int64
 }
 
 // clockSample is one round trip: the store's time minus the local clock at
@@ -77,12 +79,30 @@ func (c *sharedClock) forget() {
 // clock before the first sample.
 func (c *sharedClock) now() int64 { return c.at(c.local()) }
 
-// at is now when local() is l.
+// at is now when local() is l. It never goes back by a step within the
+// clock's error (twice its bound, at least a millisecond): a new sample,
+// from a faster round trip, may set the estimate back by that much, and a
+// decision made after another on the same key at an earlier time would
+// refuse at the edge of a burst what it admits (a GCRA key's TAT would lie
+// further ahead). Until the estimate passes the latest time given, that
+// time is given again. A larger step back (a failover's server, whose
+// clock is behind) is taken as it is.
 func (c *sharedClock) at(l time.Duration) int64 {
-	if c.bound.Load() < 0 {
-		return c.base.UnixNano() + int64(l)
+	b := c.bound.Load()
+	t := int64(l) + c.offset.Load()
+	if b < 0 {
+		t = c.base.UnixNano() + int64(l)
 	}
-	return int64(l) + c.offset.Load()
+	hold := max(2*b, int64(time.Millisecond))
+	for {
+		last := c.last.Load()
+		if t < last && last-t <= hold {
+			return last
+		}
+		if c.last.CompareAndSwap(last, t) {
+			return t
+		}
+	}
 }
 
 // offsetAndBound returns the store's clock minus the local wall clock, and
