@@ -96,6 +96,9 @@ type Shared struct {
 	// invalidations sent.
 	published chan struct{}
 	pubsub    *redis.PubSub
+	// isSubscribed: the invalidations' subscription has taken effect
+	// (subscribed).
+	isSubscribed atomic.Bool
 
 	down atomic.Bool
 	// ifeq: the store has a compare-and-set of its own (SET IFEQ), which
@@ -344,25 +347,36 @@ func (s *Shared) Start(ctx context.Context) error {
 	case later:
 		// A store that takes connections but does not answer (stopped,
 		// failing over) would hold the subscription's first connection
-		// for the client's read timeout: it is made on a goroutine, and
-		// drops whatever was remembered before it took effect.
+		// for the client's read timeout: it is made on a goroutine.
 		go func() {
 			defer s.wg.Done()
-			s.subscribe(true)
+			s.subscribe()
 		}()
 	case known:
-		s.subscribe(false)
+		s.subscribe()
 	}
 	return nil
 }
 
 // subscribe subscribes to the invalidations through the store's client and
 // starts listen, unless Shared is closed. It runs once, when the store's
-// mode is known: at Start (or on a goroutine after it, with dropFirst), or
-// when ask decides it. With dropFirst, the first subscription drops every
-// key remembered, as every later one does.
-func (s *Shared) subscribe(dropFirst bool) {
+// mode is known: at Start (or on a goroutine after it), or when ask
+// decides it.
+//
+// It waits (for the timeout, or a second) for the subscription to take
+// effect, so that what is published from then on reaches this instance;
+// if it has not, listen takes its confirmation when it comes.
+func (s *Shared) subscribe() {
 	ps := s.mode.Load().client.Subscribe(s.ctx, s.channel)
+	wait := max(s.opts.Timeout, time.Second)
+	ctx, cancel := context.WithTimeout(s.ctx, wait)
+	msg, err := ps.ReceiveTimeout(ctx, wait)
+	cancel()
+	m, ok := msg.(*redis.Subscription)
+	confirmed := err == nil && ok && m.Kind == "subscribe"
+	if confirmed {
+		s.subscribed()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -371,7 +385,7 @@ func (s *Shared) subscribe(dropFirst bool) {
 	}
 	s.pubsub = ps
 	s.wg.Add(1)
-	go s.listen(ps.ChannelWithSubscriptions(), dropFirst)
+	go s.listen(ps.ChannelWithSubscriptions(), confirmed)
 }
 
 // connect asks the store whether it is a Redis Cluster node if that is not
@@ -673,7 +687,7 @@ func (s *Shared) probe() {
 			ctx, cancel := context.WithTimeout(s.ctx, s.opts.Timeout)
 			decided, err := s.ask(ctx)
 			if decided {
-				s.subscribe(false) // no decision was made in the store before
+				s.subscribe()
 			}
 			if err == nil {
 				err = casScript.Load(ctx, s.Client()).Err() // a PING that also reloads the script

@@ -342,14 +342,14 @@ func (s *Shared) publishWithin(ctx context.Context, msgs []string) error {
 	return err
 }
 
-// listen drops the keys other instances (and this one) say were deleted.
-// The subscription's connection may drop and be made again, and what was
-// published meanwhile is lost: every subscription after the first drops
-// every key, and the first too with dropFirst (Start's, made on a
-// goroutine while decisions may already be made in the store).
-func (s *Shared) listen(ch <-chan any, dropFirst bool) {
+// listen drops the keys other instances (and this one) say were deleted,
+// once subscribe has subscribed (confirmed: it has seen the subscription
+// take effect). What was published before a subscription took effect is
+// lost: the first one drops the refusals remembered (subscribed), every
+// later one every key (go-redis makes the subscription's connection again
+// when it fails or is cut).
+func (s *Shared) listen(ch <-chan any, confirmed bool) {
 	defer s.wg.Done()
-	subscribed := dropFirst // as if subscribed before: the next subscription drops every key
 	for {
 		select {
 		case msg, ok := <-ch:
@@ -361,10 +361,12 @@ func (s *Shared) listen(ch <-chan any, dropFirst bool) {
 				if m.Kind != "subscribe" {
 					continue
 				}
-				if subscribed {
+				if confirmed {
 					s.dropLocal(nil, true)
+				} else {
+					s.subscribed()
 				}
-				subscribed = true
+				confirmed = true
 			case *redis.Message:
 				if keys, ok := decodeInvalidation(m.Payload); ok {
 					s.dropLocal(keys, len(keys) == 0)
@@ -374,6 +376,17 @@ func (s *Shared) listen(ch <-chan any, dropFirst bool) {
 			return
 		}
 	}
+}
+
+// subscribed records that the invalidations' subscription has taken
+// effect for the first time: the refusals remembered before it may have
+// missed an invalidation (decisions reach the store while Start's
+// subscription is made in the background, or made again after its first
+// connection failed), and are dropped. A cached value that is stale costs
+// a conflict, not a wrong answer: it is kept.
+func (s *Shared) subscribed() {
+	s.deny.invalidate(nil, true)
+	s.isSubscribed.Store(true)
 }
 
 // decodeInvalidation reads a message of keys, each its length as a uvarint

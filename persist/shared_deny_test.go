@@ -2,7 +2,9 @@ package persist
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
+	"net"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/cellserver/cellserver/engine"
+	"github.com/cellserver/cellserver/persist/redistest"
 )
 
 // TestSharedDenyCacheOtherWindow: a fixed window of another length on the
@@ -312,5 +315,53 @@ func TestSharedSlowPublishHoldsNoRound(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("a decision waited for the invalidation's publish")
+	}
+}
+
+// TestSharedFirstSubscriptionDropsRefusals: when the invalidations'
+// subscription takes effect only after decisions were made in the store
+// (its first connection failed, and go-redis made it again later), what
+// another instance published meanwhile is lost, and the refusals this
+// instance remembered are dropped as the subscription takes effect,
+// instead of being served until their retry_after (a minute here).
+func TestSharedFirstSubscriptionDropsRefusals(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	// The client's first connection serves every decision; the
+	// subscription's is refused, and every later one waits for the gate.
+	var dials atomic.Int32
+	gate := make(chan struct{})
+	var dialer net.Dialer
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr, Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		switch n := dials.Add(1); {
+		case n == 2:
+			return nil, errors.New("test: dial refused")
+		case n > 2:
+			select {
+			case <-gate:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		return dialer.DialContext(ctx, network, addr)
+	}})
+	t.Cleanup(func() { client.Close() })
+	s := NewShared(client, SharedOptions{Local: engine.New(engine.Options{SweepInterval: -1}), Timeout: time.Second})
+	startShared(t, s)
+	opened := false
+	defer func() {
+		if !opened {
+			close(gate)
+		}
+	}()
+	if s.Stats().StoreDown || s.isSubscribed.Load() {
+		t.Fatalf("store down %v, subscribed %v: want up, not subscribed", s.Stats().StoreDown, s.isSubscribed.Load())
+	}
+	refuseThenDeleteElsewhere(t, s, srv)
+	close(gate)
+	opened = true
+	waitFor(t, "the refusal dropped as the subscription took effect", func() bool { return !remembered(s, "d") })
+	if a := wait(t, throttleAsync(s, "d", clQuota, 1)); a.err != nil || a.res.Limited {
+		t.Errorf("d after another instance's DEL: %+v, want admitted", a)
 	}
 }

@@ -546,6 +546,7 @@ func TestSharedStartWhileStoreStopped(t *testing.T) {
 		t.Errorf("Start took %v with the store stopped, want within 2s", took)
 	}
 	waitFor(t, "the store back", func() bool { return !s.Stats().StoreDown })
+	waitFor(t, "the subscription made", s.isSubscribed.Load)
 	refuseThenDeleteElsewhere(t, s, srv)
 	waitFor(t, "the deny entry dropped", func() bool { return !remembered(s, "d") })
 }
