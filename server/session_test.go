@@ -98,28 +98,29 @@ func newSessionRig(t *testing.T, idle time.Duration) *sessionRig {
 // drive runs the session until it asks for anything but a write, sending
 // every output whole, and returns that step.
 func (r *sessionRig) drive() step {
-	for {
-		r.s.run(r.now)
-		st := r.s.next(r.now)
-		if st != stepWrite {
-			return st
-		}
+	return r.driveWith(func() {
 		out := r.s.output()
 		r.writes = append(r.writes, string(out))
 		r.s.sent(len(out))
-	}
+	})
 }
 
 // driveFull runs the session as drive does, but with a socket that takes
 // no output: the session goes on without it.
 func (r *sessionRig) driveFull() step {
+	return r.driveWith(func() { r.s.waitSending(r.now) })
+}
+
+// driveWith runs the session until it asks for anything but a write,
+// calling write for each write it asks for, and returns that step.
+func (r *sessionRig) driveWith(write func()) step {
 	for {
 		r.s.run(r.now)
 		st := r.s.next(r.now)
 		if st != stepWrite {
 			return st
 		}
-		r.s.waitSending(r.now)
+		write()
 	}
 }
 
