@@ -93,8 +93,7 @@ func get(cx *Context, w Writer, args [][]byte) {
 	writeGet(w, v, ok)
 }
 
-// writeGet writes GET's reply for a key's value v (ok false: no key), in
-// memory and in the shared store alike.
+// writeGet writes GET's reply for a key's value v (ok false: no key).
 func writeGet(w Writer, v engine.Value, ok bool) {
 	switch {
 	case !ok:

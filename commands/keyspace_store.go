@@ -45,19 +45,20 @@ func storeType(cx *Context, w Writer, args [][]byte) {
 	})
 }
 
-func storeGet(cx *Context, w Writer, args [][]byte) { storeValue(cx, w, args[1], writeGet) }
-
-// storeValue reads key's value in the store and answers with write, or
-// with the store's failure.
-func storeValue(cx *Context, w Writer, key []byte, write func(w Writer, v engine.Value, ok bool)) {
-	k := string(key)
+func storeGet(cx *Context, w Writer, args [][]byte) {
+	k := string(args[1])
 	cx.offload(w, func(ctx context.Context, st Store, w Writer) {
-		v, ok, err := st.Get(ctx, k)
-		if err != nil {
+		val, ok, err := st.Get(ctx, k)
+		switch {
+		case errors.Is(err, engine.ErrWrongType):
+			w.WriteError(msgWrongType)
+		case err != nil:
 			w.WriteError(storeFailed(err))
-			return
+		case !ok:
+			w.WriteNull()
+		default:
+			w.WriteBulkString(val)
 		}
-		write(w, v, ok)
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 )
 
 // msgStoreFailed answers a keyspace command the shared store did not
@@ -100,7 +101,9 @@ func storeFailed(err error) string {
 	if errors.As(err, &re) { // a refusal, not a failure
 		return oneLine(re.Reply())
 	}
-	if errors.Is(err, context.DeadlineExceeded) {
+	// The context's deadline, or the connection's deadline that go-redis
+	// sets from it.
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
 		err = errors.New("no answer within the timeout (--shared-timeout)")
 	}
 	return oneLine(fmt.Sprintf(msgStoreFailed, err))

@@ -26,7 +26,12 @@ type Store interface {
 	ThrottleWindow(r engine.Rule, quantity int64, behind bool, done func(engine.Decision, error))
 	ThrottleAll(rules []engine.Rule, quantity int64, done func(engine.Decision, error))
 
-	Get(ctx context.Context, key string) (engine.Value, bool, error)
+	// Get is GET's answer for key: its value as stored when it is a
+	// string that holds no window limit's state (a CL key's TAT, or
+	// another application's string), ok false when there is no key, and
+	// engine.ErrWrongType for a window limit's state or a key of another
+	// type.
+	Get(ctx context.Context, key string) (val string, ok bool, err error)
 	// Type is TYPE's answer for key: "none", a limit's type, or the
 	// store's own type of another application's key.
 	Type(ctx context.Context, key string) (string, error)

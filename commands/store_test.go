@@ -45,9 +45,15 @@ func (f *fakeStore) ThrottleAll(rules []engine.Rule, n int64, done func(engine.D
 	f.later(func() { done(f.eng.ThrottleAll(nil, rules, n)) })
 }
 
-func (f *fakeStore) Get(_ context.Context, key string) (engine.Value, bool, error) {
+func (f *fakeStore) Get(_ context.Context, key string) (string, bool, error) {
 	v, ok := f.eng.Get(nil, []byte(key))
-	return v, ok, nil
+	switch {
+	case !ok:
+		return "", false, nil
+	case v.Family != engine.FamilyCL:
+		return "", true, engine.ErrWrongType
+	}
+	return strconv.FormatUint(v.TAT, 10), true, nil
 }
 
 func (f *fakeStore) Type(_ context.Context, key string) (string, error) {

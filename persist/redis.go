@@ -114,7 +114,7 @@ func (r *Redis) loadNode(ctx context.Context, node redis.Cmdable, match string, 
 	var (
 		cursor uint64
 		gets   []*redis.StringCmd
-		pttls  []*redis.DurationCmd
+		pttls  []*redis.Cmd
 	)
 	for {
 		keys, next, err := node.Scan(ctx, cursor, match, scanCount).Result()
@@ -126,7 +126,7 @@ func (r *Redis) loadNode(ctx context.Context, node redis.Cmdable, match string, 
 			pipe := r.client.Pipeline()
 			for _, k := range keys {
 				gets = append(gets, pipe.Get(ctx, k))
-				pttls = append(pttls, pipe.PTTL(ctx, k))
+				pttls = append(pttls, pipe.Do(ctx, "pttl", k)) // ms: a Duration overflows past 292 years
 			}
 			// Exec's error is the first command's that failed, and GET
 			// fails on a key gone or of another type: each is looked at.
@@ -161,19 +161,18 @@ var errSkip = errors.New("not a limit's state")
 // a key that is gone or has expired. It returns errSkip for a key that holds
 // neither a TAT nor a state in cellserver's format (or holds such a state
 // without an expiry), and another error when the replies did not arrive.
-func (r *Redis) record(key string, get *redis.StringCmd, pttl *redis.DurationCmd, nowMs int64) (rec engine.Record, live bool, err error) {
+func (r *Redis) record(key string, get *redis.StringCmd, pttl *redis.Cmd, nowMs int64) (rec engine.Record, live bool, err error) {
 	val, err := get.Result()
 	if err != nil {
 		return rec, false, readError(err)
 	}
-	ttl, err := pttl.Result()
+	ttl, err := pttl.Int64()
 	if err != nil {
 		return rec, false, readError(err)
 	}
 	if !parseValue(val, &rec) {
 		return engine.Record{}, false, errSkip
 	}
-	// go-redis gives PTTL's -2 and -1 as those many nanoseconds.
 	switch {
 	case ttl == -2: // gone between GET and PTTL
 		return engine.Record{}, false, nil
@@ -186,7 +185,7 @@ func (r *Redis) record(key string, get *redis.StringCmd, pttl *redis.DurationCmd
 		// without the key's window there is none to give it.
 		return engine.Record{}, false, errSkip
 	default:
-		rec.ExpireAtMs = nowMs + ttl.Milliseconds()
+		rec.ExpireAtMs = nowMs + min(ttl, maxExpire-max(nowMs, 0))
 	}
 	if nowMs > rec.ExpireAtMs {
 		return engine.Record{}, false, nil

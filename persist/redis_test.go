@@ -11,6 +11,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/cellserver/cellserver/engine"
+	"github.com/cellserver/cellserver/persist/redistest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -261,5 +262,28 @@ func TestSaveSkipsUnknownFamily(t *testing.T) {
 	}
 	if keys := m.Keys(); !slices.Equal(keys, []string{"cl"}) {
 		t.Errorf("keys = %v, want [cl]", keys)
+	}
+}
+
+// TestLoadFarExpiry: a key whose expiry is more than 292 years away (a CL
+// key of extreme arguments) is loaded with that expiry, not taken for one
+// that has expired (a Duration of its PTTL overflows).
+func TestLoadFarExpiry(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	client := srv.Client(t)
+	ctx := context.Background()
+	tat := uint64(time.Now().Add(time.Hour).UnixNano())
+	if err := client.Do(ctx, "SET", "far", strconv.FormatUint(tat, 10), "EX", "10000000000").Err(); err != nil {
+		t.Fatal(err)
+	}
+	r := NewRedis(client, "")
+	got := loadAll(t, r)
+	rec, ok := got["far"]
+	if !ok {
+		t.Fatalf("Load = %+v: the key far was not loaded", got)
+	}
+	if want := time.Now().UnixMilli() + 10_000_000_000_000; rec.TAT != tat || rec.ExpireAtMs < want-60_000 || rec.ExpireAtMs > want {
+		t.Errorf("far = %+v, want TAT %d expiring at about %d ms", rec, tat, want)
 	}
 }

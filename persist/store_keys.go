@@ -45,37 +45,47 @@ func NewStoreKeys(client redis.UniversalClient, prefix string, deleted func(keys
 	return &StoreKeys{client: func() redis.UniversalClient { return client }, prefix: prefix, deleted: deleted}
 }
 
-// Get returns key's state as the in-memory keyspace's Get would: its family
-// and, for a CL key, its TAT. A value that is not a limit's state (another
-// application's key) has FamilyNone and ok true.
-func (k *StoreKeys) Get(ctx context.Context, key string) (v engine.Value, ok bool, err error) {
-	val, err := k.client().Get(ctx, k.prefix+key).Result()
+// Get is GET's answer for key in the store: its value as stored when it
+// is a string that holds no window limit's state (a CL key's TAT, as
+// redis-cell writes it, or another application's string), ok false when
+// there is no key, and engine.ErrWrongType for a window limit's state (as
+// in memory) or a key of another type (as in Redis).
+func (k *StoreKeys) Get(ctx context.Context, key string) (val string, ok bool, err error) {
+	val, ok, other, err := k.read(ctx, key)
 	switch {
-	case errors.Is(err, redis.Nil):
-		return v, false, nil
-	case err != nil && isWrongType(err):
-		return v, true, nil
-	case err != nil:
-		return v, false, err
+	case err != nil || !ok:
+		return "", false, err
+	case other:
+		return "", true, engine.ErrWrongType
 	}
 	var rec engine.Record
-	if parseValue(val, &rec) {
-		v.Family, v.TAT = rec.Family, rec.TAT
+	if parseValue(val, &rec) && rec.Family != engine.FamilyCL {
+		return "", true, engine.ErrWrongType
 	}
-	return v, true, nil
+	return val, true, nil
+}
+
+// read is GET of key under the prefix: its value, ok false when there is
+// no key, other true when it is a key of another type than a string.
+func (k *StoreKeys) read(ctx context.Context, key string) (val string, ok, other bool, err error) {
+	val, err = k.client().Get(ctx, k.prefix+key).Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return "", false, false, nil
+	case err != nil && isWrongType(err):
+		return "", true, true, nil
+	case err != nil:
+		return "", false, false, err
+	}
+	return val, true, false, nil
 }
 
 // PTTL returns key's time to live in milliseconds: -2 when it does not
-// exist, -1 when it has no expiry.
+// exist, -1 when it has no expiry. It reads the store's reply as a number
+// of milliseconds (go-redis's PTTL makes a time.Duration of it, which
+// overflows past 292 years).
 func (k *StoreKeys) PTTL(ctx context.Context, key string) (int64, error) {
-	d, err := k.client().PTTL(ctx, k.prefix+key).Result()
-	if err != nil {
-		return 0, err
-	}
-	if d < 0 { // go-redis gives -1 and -2 as that many nanoseconds
-		return int64(d), nil
-	}
-	return d.Milliseconds(), nil
+	return k.client().Do(ctx, "pttl", k.prefix+key).Int64()
 }
 
 // Exists counts the keys that exist, a key named twice counting twice.
@@ -134,23 +144,28 @@ func (k *StoreKeys) Scan(ctx context.Context, cursor uint64, pattern string, cou
 	if idx >= len(nodes) {
 		return nil, 0, nil
 	}
-	keys, next, err := nodes[idx].Scan(ctx, nodeCursor, match, count).Result()
+	keys, next, err := scan(ctx, nodes[idx], nodeCursor, match, count)
 	if err != nil {
 		return nil, 0, err
 	}
-	out := make([]string, 0, len(keys))
-	for _, key := range keys {
-		name := key[len(k.prefix):]
-		if typ != "" {
-			t, err := k.Type(ctx, name)
-			if err != nil {
-				return nil, 0, err
-			}
-			if t != typ {
-				continue
+	out := make([]string, len(keys))
+	for i, key := range keys {
+		out[i] = key[len(k.prefix):]
+	}
+	if typ != "" && len(out) > 0 {
+		types, err := k.types(ctx, out)
+		if err != nil {
+			return nil, 0, err
+		}
+		kept := out[:0]
+		for i, name := range out {
+			// A key gone since the SCAN is "none", which Redis's
+			// SCAN never returns.
+			if types[i] == typ && typ != "none" {
+				kept = append(kept, name)
 			}
 		}
-		out = append(out, name)
+		out = kept
 	}
 	switch {
 	case len(nodes) == 1:
@@ -166,24 +181,63 @@ func (k *StoreKeys) Scan(ctx context.Context, cursor uint64, pattern string, cou
 // Type is TYPE's answer for key: "none", a limit's type name, or the
 // store's own type of another application's key ("string", "hash" ...).
 func (k *StoreKeys) Type(ctx context.Context, key string) (string, error) {
-	v, ok, err := k.Get(ctx, key)
-	switch {
-	case err != nil:
+	types, err := k.types(ctx, []string{key})
+	if err != nil {
 		return "", err
-	case !ok:
-		return "none", nil
-	case v.Family != engine.FamilyNone:
-		return v.Family.TypeName(), nil
 	}
-	// Another application's value: a string, or a key of another type
-	// (Get answers WRONGTYPE's keys as that too).
-	return k.client().Type(ctx, k.prefix+key).Result()
+	return types[0], nil
+}
+
+// types is Type of each of keys, in two pipelines: a GET of every key,
+// then a TYPE of those that are not strings.
+func (k *StoreKeys) types(ctx context.Context, keys []string) ([]string, error) {
+	client := k.client()
+	pipe := client.Pipeline()
+	gets := make([]*redis.StringCmd, len(keys))
+	for i, key := range keys {
+		gets[i] = pipe.Get(ctx, k.prefix+key)
+	}
+	// Exec's error is the first failed command's; each is looked at.
+	_, _ = pipe.Exec(ctx)
+	out := make([]string, len(keys))
+	var others map[int]*redis.StatusCmd
+	for i, get := range gets {
+		val, err := get.Result()
+		var rec engine.Record
+		switch {
+		case errors.Is(err, redis.Nil):
+			out[i] = "none"
+		case err != nil && isWrongType(err):
+			if others == nil {
+				others, pipe = map[int]*redis.StatusCmd{}, client.Pipeline()
+			}
+			others[i] = pipe.Type(ctx, k.prefix+keys[i])
+		case err != nil:
+			return nil, err
+		case parseValue(val, &rec):
+			out[i] = rec.Family.TypeName()
+		default:
+			out[i] = "string" // another application's string
+		}
+	}
+	if others == nil {
+		return out, nil
+	}
+	_, _ = pipe.Exec(ctx)
+	for i, cmd := range others {
+		typ, err := cmd.Result()
+		if err != nil {
+			return nil, err
+		}
+		out[i] = typ
+	}
+	return out, nil
 }
 
 // Keys lists every key under the prefix matching pattern.
 func (k *StoreKeys) Keys(ctx context.Context, pattern string) ([]string, error) {
 	var out []string
-	err := k.each(ctx, escapeGlob(k.prefix)+pattern, func(_ redis.Cmdable, keys []string) error {
+	err := k.each(ctx, escapeGlob(k.prefix)+pattern, func(keys []string) error {
 		for _, key := range keys {
 			out = append(out, key[len(k.prefix):])
 		}
@@ -211,7 +265,7 @@ func (k *StoreKeys) Len(ctx context.Context) (int64, error) {
 		return n, nil
 	}
 	n := int64(0)
-	err := k.each(ctx, escapeGlob(k.prefix)+"*", func(_ redis.Cmdable, keys []string) error {
+	err := k.each(ctx, escapeGlob(k.prefix)+"*", func(keys []string) error {
 		n += int64(len(keys))
 		return nil
 	})
@@ -225,7 +279,7 @@ func (k *StoreKeys) Flush(ctx context.Context) error {
 	if k.prefix == "" {
 		return ErrNoPrefix
 	}
-	err := k.each(ctx, escapeGlob(k.prefix)+"*", func(_ redis.Cmdable, keys []string) error {
+	err := k.each(ctx, escapeGlob(k.prefix)+"*", func(keys []string) error {
 		pipe := k.client().Pipeline()
 		for _, key := range keys {
 			pipe.Unlink(ctx, key) // one key a command: keys may be in different slots
@@ -239,7 +293,7 @@ func (k *StoreKeys) Flush(ctx context.Context) error {
 
 // each walks the keys matching match on every master, calling fn with
 // each batch SCAN returns.
-func (k *StoreKeys) each(ctx context.Context, match string, fn func(node redis.Cmdable, keys []string) error) error {
+func (k *StoreKeys) each(ctx context.Context, match string, fn func(keys []string) error) error {
 	nodes, err := k.masters(ctx)
 	if err != nil {
 		return err
@@ -247,12 +301,12 @@ func (k *StoreKeys) each(ctx context.Context, match string, fn func(node redis.C
 	for _, node := range nodes {
 		var cursor uint64
 		for {
-			keys, next, err := node.Scan(ctx, cursor, match, flushBatch).Result()
+			keys, next, err := scan(ctx, node, cursor, match, flushBatch)
 			if err != nil {
 				return err
 			}
 			if len(keys) > 0 {
-				if err := fn(node, keys); err != nil {
+				if err := fn(keys); err != nil {
 					return err
 				}
 			}
@@ -264,13 +318,26 @@ func (k *StoreKeys) each(ctx context.Context, match string, fn func(node redis.C
 	return nil
 }
 
+// scan is SCAN cursor MATCH match [COUNT count] on node. MATCH is sent
+// even when empty, where it matches only the empty key: go-redis's Scan
+// leaves an empty pattern out, which would match every key.
+func scan(ctx context.Context, node redis.UniversalClient, cursor uint64, match string, count int64) ([]string, uint64, error) {
+	args := []any{"scan", cursor, "match", match}
+	if count > 0 {
+		args = append(args, "count", count)
+	}
+	cmd := redis.NewScanCmd(ctx, node.Process, args...)
+	_ = node.Process(ctx, cmd)
+	return cmd.Result()
+}
+
 // masters returns the store's masters, ordered by address: the one client
 // of a single Redis, or each master of a cluster.
-func (k *StoreKeys) masters(ctx context.Context) ([]redis.Cmdable, error) {
+func (k *StoreKeys) masters(ctx context.Context) ([]redis.UniversalClient, error) {
 	client := k.client()
 	cc, ok := client.(*redis.ClusterClient)
 	if !ok {
-		return []redis.Cmdable{client}, nil
+		return []redis.UniversalClient{client}, nil
 	}
 	type node struct {
 		addr string
@@ -290,7 +357,7 @@ func (k *StoreKeys) masters(ctx context.Context) ([]redis.Cmdable, error) {
 		return nil, err
 	}
 	slices.SortFunc(nodes, func(a, b node) int { return cmp.Compare(a.addr, b.addr) })
-	out := make([]redis.Cmdable, len(nodes))
+	out := make([]redis.UniversalClient, len(nodes))
 	for i, n := range nodes {
 		out[i] = n.c
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,14 +33,14 @@ func TestStoreKeys(t *testing.T) {
 		}
 	}
 
-	if v, ok, err := k.Get(ctx, "cl"); err != nil || !ok || v.Family != engine.FamilyCL || v.TAT != 1800000000000000000 {
-		t.Errorf("Get(cl) = %+v, %v, %v", v, ok, err)
+	if v, ok, err := k.Get(ctx, "cl"); err != nil || !ok || v != "1800000000000000000" {
+		t.Errorf("Get(cl) = %q, %v, %v", v, ok, err)
 	}
-	if v, ok, err := k.Get(ctx, "fw"); err != nil || !ok || v.Family != engine.FamilyFW {
-		t.Errorf("Get(fw) = %+v, %v, %v", v, ok, err)
+	if v, ok, err := k.Get(ctx, "fw"); !errors.Is(err, engine.ErrWrongType) || !ok {
+		t.Errorf("Get(fw) = %q, %v, %v; want WRONGTYPE, as in memory", v, ok, err)
 	}
-	if v, ok, err := k.Get(ctx, "other"); err != nil || !ok || v.Family != engine.FamilyNone {
-		t.Errorf("Get(other) = %+v, %v, %v; want a value that is not a limit's", v, ok, err)
+	if v, ok, err := k.Get(ctx, "other"); err != nil || !ok || v != "hello" {
+		t.Errorf("Get(other) = %q, %v, %v; want another application's string as it is", v, ok, err)
 	}
 	if _, ok, err := k.Get(ctx, "outside"); err != nil || ok {
 		t.Errorf("Get(outside) found a key outside the prefix (%v)", err)
@@ -86,6 +87,132 @@ func TestStoreKeys(t *testing.T) {
 	}
 	if n, _ := rdb.DBSize(ctx).Result(); n != 1 {
 		t.Errorf("a refused flush deleted keys: %d left", n)
+	}
+}
+
+// TestStoreKeysAnswerAsRedis: where a key is another application's, the
+// keyspace commands answer what Redis answers for it.
+func TestStoreKeysAnswerAsRedis(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	ctx := context.Background()
+	for _, kv := range [][2]string{{"", "empty"}, {"a", "1"}, {"num", "007"}} {
+		if err := rdb.Set(ctx, kv[0], kv[1], 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := rdb.HSet(ctx, "h", "f", "v").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Do(ctx, "SET", "far", "v", "EX", "10000000000").Err(); err != nil { // 317 years
+		t.Fatal(err)
+	}
+	k := NewStoreKeys(rdb, "", nil)
+
+	// An empty pattern matches only the empty key, with no prefix too.
+	want, err := rdb.Do(ctx, "KEYS", "").StringSlice()
+	if err != nil || !slices.Equal(want, []string{""}) {
+		t.Fatalf("Redis's KEYS \"\" = %q, %v", want, err)
+	}
+	if got, err := k.Keys(ctx, ""); err != nil || !slices.Equal(got, want) {
+		t.Errorf("Keys(\"\") = %q, %v; Redis answers %q", got, err, want)
+	}
+	if got, _, err := k.Scan(ctx, 0, "", 100, ""); err != nil || !slices.Equal(got, want) {
+		t.Errorf("Scan MATCH \"\" = %q, %v; Redis answers %q", got, err, want)
+	}
+
+	// GET gives a string as stored, digits too; TYPE calls it a string.
+	if v, ok, err := k.Get(ctx, "num"); err != nil || !ok || v != "007" {
+		t.Errorf("Get(num) = %q, %v, %v; Redis answers \"007\"", v, ok, err)
+	}
+	if typ, err := k.Type(ctx, "num"); err != nil || typ != "string" {
+		t.Errorf("Type(num) = %q, %v", typ, err)
+	}
+	if _, ok, err := k.Get(ctx, "h"); !ok || !errors.Is(err, engine.ErrWrongType) {
+		t.Errorf("Get(h) = %v, %v; want WRONGTYPE", ok, err)
+	}
+	if typ, err := k.Type(ctx, "h"); err != nil || typ != "hash" {
+		t.Errorf("Type(h) = %q, %v", typ, err)
+	}
+
+	// A PTTL past 292 years is a number of milliseconds, not a Duration.
+	wantMs, err := rdb.Do(ctx, "PTTL", "far").Int64()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ms, err := k.PTTL(ctx, "far"); err != nil || ms > wantMs || ms < wantMs-60_000 {
+		t.Errorf("PTTL(far) = %d, %v; Redis says %d", ms, err, wantMs)
+	}
+}
+
+// roundTrips is a go-redis hook that counts the round trips its client
+// makes: a command or a pipeline each.
+type roundTrips struct{ n *atomic.Int64 }
+
+func (roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (r roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		r.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+func (r roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		r.n.Add(1)
+		return next(ctx, cmds)
+	}
+}
+
+// TestStoreKeysScanTypeBatches: SCAN ... TYPE looks up a batch's types in
+// two pipelines, not a round trip a key (which a COUNT of thousands made
+// outlast --shared-timeout).
+func TestStoreKeysScanTypeBatches(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	ctx := context.Background()
+	fw, _ := encodeState(nil, &engine.Record{Family: engine.FamilyFW, Start: 0, Cur: 3})
+	pipe := rdb.Pipeline()
+	for i := range 300 {
+		switch i % 3 {
+		case 0:
+			pipe.Set(ctx, fmt.Sprintf("p:s%d", i), "hello", 0)
+		case 1:
+			pipe.Set(ctx, fmt.Sprintf("p:f%d", i), fw, time.Hour)
+		default:
+			pipe.HSet(ctx, fmt.Sprintf("p:h%d", i), "f", "v")
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var n atomic.Int64
+	rdb.AddHook(roundTrips{&n})
+	k := NewStoreKeys(rdb, "p:", nil)
+	for _, c := range []struct {
+		typ, prefix string
+	}{{"string", "s"}, {"fw", "f"}, {"hash", "h"}, {"none", ""}} {
+		n.Store(0)
+		got, cursor, err := k.Scan(ctx, 0, "*", 1000, c.typ)
+		if err != nil || cursor != 0 {
+			t.Fatalf("Scan TYPE %s: cursor %d, %v", c.typ, cursor, err)
+		}
+		want := 100
+		if c.typ == "none" {
+			want = 0
+		}
+		if len(got) != want {
+			t.Errorf("Scan TYPE %s found %d keys, want %d", c.typ, len(got), want)
+		}
+		for _, key := range got {
+			if key[:1] != c.prefix {
+				t.Errorf("Scan TYPE %s gave %q", c.typ, key)
+			}
+		}
+		if trips := n.Load(); trips > 3 {
+			t.Errorf("Scan TYPE %s over 300 keys took %d round trips, want a SCAN and two pipelines", c.typ, trips)
+		}
 	}
 }
 
