@@ -86,8 +86,8 @@ func newStoreClusterClient(opts *redis.UniversalOptions) *redis.ClusterClient {
 // commands failed for a reason other than the store's own error reply
 // (MOVED, ASK, TRYAGAIN: not carried out), or was answered already: a
 // command that met a connection's failure may have been carried out, its
-// reply lost, and a script call answered already is sent again with its
-// node's whole batch when the batch's first command meets TRYAGAIN or
+// reply lost, and a script call or a native SET answered already is sent
+// again with its node's whole batch when the batch's first command meets TRYAGAIN or
 // LOADING; sent again, a compare-and-set would conflict with its own write.
 // The commands keep what they had, and those not answered fail the round.
 type noResend struct{}
@@ -108,12 +108,25 @@ func (noResend) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proces
 			if err != nil && !errors.As(err, &reply) {
 				return err
 			}
-			if c, ok := cmd.(*redis.Cmd); ok && err == nil && c.Val() != nil {
+			if err == nil && answered(cmd) {
 				return errAnsweredAgain
 			}
 		}
 		return next(ctx, cmds)
 	}
+}
+
+// answered reports whether cmd, a shared-mode command without an error,
+// holds its reply: a script call's (never nil) or a native SET's ("OK").
+// Their replies are cleared before each round sends them.
+func answered(cmd redis.Cmder) bool {
+	switch c := cmd.(type) {
+	case *redis.Cmd:
+		return c.Val() != nil
+	case *redis.StatusCmd:
+		return c.Val() != ""
+	}
+	return false
 }
 
 // storeOptions is ParseURL for shared mode's client, which never sends a

@@ -319,6 +319,10 @@ func TestNoResend(t *testing.T) {
 	moved.SetErr(storeErrorReply("MOVED 1 127.0.0.1:1"))
 	cut := redis.NewCmd(ctx, "evalsha", "x", 0)
 	cut.SetErr(io.EOF)
+	set := redis.NewStatusCmd(ctx, "set", "k", "v", "pxat", 1, "nx")
+	set.SetVal("OK") // a native SET carried out
+	notSet := redis.NewStatusCmd(ctx, "set", "k", "v", "pxat", 1, "nx")
+	notSet.SetErr(redis.Nil) // answered too, but changed nothing
 	for _, c := range []struct {
 		name string
 		cmds []redis.Cmder
@@ -328,6 +332,8 @@ func TestNoResend(t *testing.T) {
 		{"moved", []redis.Cmder{moved}, true},
 		{"connection failed", []redis.Cmder{moved, cut}, false},
 		{"answered already", []redis.Cmder{answered, moved}, false},
+		{"a SET answered already", []redis.Cmder{moved, redis.NewTimeCmd(ctx, "time"), set}, false},
+		{"a SET NX that set nothing", []redis.Cmder{moved, notSet}, true},
 	} {
 		sent := false
 		_ = noResend{}.ProcessPipelineHook(func(context.Context, []redis.Cmder) error { sent = true; return nil })(ctx, c.cmds)
