@@ -171,7 +171,7 @@ func (b *batcher) round(ops []*sharedOp) (retry []*sharedOp) {
 		case <-s.stop:
 			// Close: the reply may never come (a client without
 			// ContextTimeoutEnabled waits out its ReadTimeout).
-			b.abandon(ops)
+			b.abandon(ops, groups)
 			return nil
 		case <-timer.C:
 		}
@@ -184,7 +184,7 @@ func (b *batcher) round(ops []*sharedOp) (retry []*sharedOp) {
 				}
 			}
 			s.markDown()
-			b.abandon(ops)
+			b.abandon(ops, groups)
 			return nil
 		}
 		now := s.clock.local()
@@ -199,7 +199,10 @@ func (b *batcher) round(ops []*sharedOp) (retry []*sharedOp) {
 // abandon answers the ops of a round that ended without its reply, whose
 // calls may still be being sent: the calls' room and the ops' keys are
 // not reused.
-func (b *batcher) abandon(ops []*sharedOp) {
+func (b *batcher) abandon(ops []*sharedOp, groups []*group) {
+	for _, g := range groups {
+		b.publishLaxer(g) // the store may have carried the round out
+	}
 	b.bufs = roundBufs{}
 	for _, op := range ops {
 		op.abandoned = true
@@ -445,6 +448,7 @@ func (b *batcher) apply(callGroups [][]*group, replies []casReply, errs []error,
 			s.log.Debug("shared store call failed", "err", errs[c])
 			s.markDown()
 			for _, g := range groups {
+				b.publishLaxer(g) // the reply may be what was lost
 				for _, op := range g.ops {
 					s.fallback(op)
 				}
@@ -483,15 +487,11 @@ func (b *batcher) written(g *group) {
 	b.cacheGroup(g, g.finals)
 	// An op answered already (its deadline passed) was written all the
 	// same: what it made laxer is dropped too.
+	b.publishLaxer(g)
 	for _, op := range g.ops {
 		switch {
-		case op.quantity < 0:
-			// A refund makes the key laxer (one past the
-			// key's state deletes it, with an error): no
-			// instance may go on refusing from a remembered
-			// state.
-			s.invalidate(op.keys)
-		case op.err != nil:
+		case op.quantity < 0, op.err != nil:
+			// Published above, or nothing to remember.
 		case op.d.Limited:
 			// A refusal makes no key laxer; the deny cache
 			// remembers the ones it can answer.
@@ -507,6 +507,29 @@ func (b *batcher) written(g *group) {
 			// answerSettled: one lock.
 			b.admitted = append(b.admitted, op.keys...)
 		}
+	}
+}
+
+// publishLaxer publishes the keys that g's write makes laxer, or may have
+// made laxer when its reply was lost, so that no instance goes on refusing
+// them from a remembered state: a refund's (one past the key's state
+// deletes it, with an error), and every key the write deletes (a CL
+// increment that overflows deletes its key, with an error, as redis-cell
+// does).
+func (b *batcher) publishLaxer(g *group) {
+	var keys []string
+	for _, op := range g.ops {
+		if op.quantity < 0 {
+			keys = append(keys, op.keys...)
+		}
+	}
+	for i := range g.cas {
+		if g.cas[i].write == writeDel {
+			keys = append(keys, g.cas[i].key)
+		}
+	}
+	if len(keys) > 0 {
+		b.s.invalidate(keys)
 	}
 }
 

@@ -153,6 +153,7 @@ func (b *batcher) applyNative(natives []*nativeCmd, timeNs int64, timeErr error,
 		default:
 			s.log.Debug("shared store call failed", "err", err)
 			s.markDown()
+			b.publishLaxer(g) // the reply may be what was lost
 			for _, op := range g.ops {
 				s.fallback(op)
 			}

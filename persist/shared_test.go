@@ -394,6 +394,75 @@ func TestSharedTimedOutRefundInvalidates(t *testing.T) {
 	}
 }
 
+// TestSharedAbandonedRefundInvalidates: a refund whose round outlived its
+// own timeout (the round abandoned, the store marked down) may have been
+// carried out by the store, and here was: the other instances drop their
+// refusals of the key all the same.
+func TestSharedAbandonedRefundInvalidates(t *testing.T) {
+	var arm, landed atomic.Bool
+	m, a, _ := newSharedMini(t, SharedOptions{Timeout: 300 * time.Millisecond, answered: func() {
+		if arm.Swap(false) {
+			time.Sleep(600 * time.Millisecond) // the store answered; the reply comes late
+			landed.Store(true)
+		}
+	}})
+	startShared(t, a)
+	client := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	t.Cleanup(func() { client.Close() })
+	b := NewShared(client, SharedOptions{Local: engine.New(engine.Options{SweepInterval: -1}), Timeout: 5 * time.Second})
+	startShared(t, b)
+	exhaustCL(t, b, "k")
+	if r := wait(t, throttleAsync(a, "k", clQuota, 1)); !r.res.Limited { // a holds k's value
+		t.Fatalf("a admitted k: %+v", r)
+	}
+	before, _ := m.Get("k")
+	arm.Store(true)
+	wait(t, throttleAsync(a, "k", clQuota, -1)) // from a's own memory, by the timeout
+	waitFor(t, "the refund's round to land", landed.Load)
+	if after, _ := m.Get("k"); after == before {
+		t.Fatalf("the store did not carry the refund out (TAT %s)", after)
+	}
+	waitFor(t, "b's refusal of k dropped", func() bool { return !remembered(b, "k") })
+	if r := wait(t, throttleAsync(b, "k", clQuota, 1)); r.err != nil || r.res.Limited {
+		t.Errorf("b after the refund: %+v; the store gave one back", r)
+	}
+}
+
+// TestSharedExpireErrorInvalidates: a CL.THROTTLE whose increment
+// overflows answers an error and deletes its key, in memory (as redis-cell
+// does) and in the store; every instance drops its refusal of the key, as
+// for a DEL.
+func TestSharedExpireErrorInvalidates(t *testing.T) {
+	const huge = 200_000_000 // 60 s a request, times huge, overflows
+	mem := engine.New(engine.Options{SweepInterval: -1})
+	for range 6 {
+		mem.Throttle(nil, []byte("k"), clQuota, 1)
+	}
+	if _, err := mem.Throttle(nil, []byte("k"), clQuota, huge); err == nil {
+		t.Fatal("in memory, the overflowing increment gave no error")
+	}
+	if r, err := mem.Throttle(nil, []byte("k"), clQuota, 1); err != nil || r.Limited {
+		t.Fatalf("in memory, the key was not deleted: %+v, %v", r, err)
+	}
+	m, a, b := twoSharedMini(t)
+	exhaustCL(t, a, "k")
+	if r := wait(t, throttleAsync(b, "k", clQuota, 1)); !r.res.Limited {
+		t.Fatalf("b admitted k: %+v", r)
+	}
+	if r := wait(t, throttleAsync(a, "k", clQuota, huge)); r.err == nil {
+		t.Fatalf("the overflowing increment gave no error: %+v", r)
+	}
+	if m.Exists("k") {
+		t.Fatal("the store's key was not deleted")
+	}
+	for _, s := range []*Shared{a, b} {
+		waitFor(t, "the refusal of k dropped", func() bool { return !remembered(s, "k") })
+		if r := wait(t, throttleAsync(s, "k", clQuota, 1)); r.err != nil || r.res.Limited {
+			t.Errorf("after the key's deletion: %+v; the store admits", r)
+		}
+	}
+}
+
 // TestSharedResubscribeDropsAll: the subscription's connection dropped and
 // made again may have missed invalidations: every remembered refusal goes.
 func TestSharedResubscribeDropsAll(t *testing.T) {
