@@ -494,8 +494,10 @@ func (b *batcher) written(g *group) {
 			// Published above, or nothing to remember.
 		case op.d.Limited:
 			// A refusal makes no key laxer; the deny cache
-			// remembers the ones it can answer.
-			if !op.answered && op.denyable() && !s.opts.NoDenyCache {
+			// remembers the ones it can answer, once this
+			// instance hears of what makes keys laxer (its
+			// invalidations' subscription has taken effect).
+			if !op.answered && op.denyable() && !s.opts.NoDenyCache && s.isSubscribed.Load() {
 				s.deny.add(op, b.denyEpoch)
 			}
 		default:

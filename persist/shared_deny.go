@@ -379,11 +379,12 @@ func (s *Shared) listen(ch <-chan any, confirmed bool) {
 }
 
 // subscribed records that the invalidations' subscription has taken
-// effect for the first time: the refusals remembered before it may have
-// missed an invalidation (decisions reach the store while Start's
-// subscription is made in the background, or made again after its first
-// connection failed), and are dropped. A cached value that is stale costs
-// a conflict, not a wrong answer: it is kept.
+// effect for the first time: refusals are remembered from then on (before
+// it, decisions reach the store while Start's subscription is made in the
+// background, or made again after its first connection failed, and what
+// is published meanwhile is lost). Any remembered before it are dropped.
+// A cached value that is stale costs a conflict, not a wrong answer: it is
+// kept.
 func (s *Shared) subscribed() {
 	s.deny.invalidate(nil, true)
 	s.isSubscribed.Store(true)

@@ -318,13 +318,12 @@ func TestSharedSlowPublishHoldsNoRound(t *testing.T) {
 	}
 }
 
-// TestSharedFirstSubscriptionDropsRefusals: when the invalidations'
-// subscription takes effect only after decisions were made in the store
-// (its first connection failed, and go-redis made it again later), what
-// another instance published meanwhile is lost, and the refusals this
-// instance remembered are dropped as the subscription takes effect,
-// instead of being served until their retry_after (a minute here).
-func TestSharedFirstSubscriptionDropsRefusals(t *testing.T) {
+// TestSharedRemembersRefusalsOnceSubscribed: until the invalidations'
+// subscription has taken effect (its first connection failed here, and
+// go-redis makes it again later), what another instance publishes is lost,
+// so no refusal is remembered: a key deleted elsewhere is admitted at once.
+// Once it has, refusals are remembered again.
+func TestSharedRemembersRefusalsOnceSubscribed(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	// The client's first connection serves every decision; the
@@ -357,11 +356,23 @@ func TestSharedFirstSubscriptionDropsRefusals(t *testing.T) {
 	if s.Stats().StoreDown || s.isSubscribed.Load() {
 		t.Fatalf("store down %v, subscribed %v: want up, not subscribed", s.Stats().StoreDown, s.isSubscribed.Load())
 	}
-	refuseThenDeleteElsewhere(t, s, srv)
-	close(gate)
-	opened = true
-	waitFor(t, "the refusal dropped as the subscription took effect", func() bool { return !remembered(s, "d") })
+	b := NewShared(srv.Client(t), SharedOptions{Local: engine.New(engine.Options{SweepInterval: -1}), Timeout: 5 * time.Second})
+	startShared(t, b)
+	exhaustCL(t, s, "d")
+	if remembered(s, "d") {
+		t.Fatal("a refusal was remembered before the subscription took effect")
+	}
+	if _, err := b.Keyspace().Delete(context.Background(), []string{"d"}); err != nil {
+		t.Fatal(err)
+	}
 	if a := wait(t, throttleAsync(s, "d", clQuota, 1)); a.err != nil || a.res.Limited {
 		t.Errorf("d after another instance's DEL: %+v, want admitted", a)
+	}
+	close(gate)
+	opened = true
+	waitFor(t, "the subscription made", s.isSubscribed.Load)
+	exhaustCL(t, s, "e")
+	if !remembered(s, "e") {
+		t.Error("a refusal was not remembered once the subscription took effect")
 	}
 }

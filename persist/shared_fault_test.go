@@ -424,6 +424,7 @@ func TestSharedAsksSingleAtFirstAnswer(t *testing.T) {
 	if a := wait(t, allAsync(s, []engine.Rule{fwRule("a", 5), fwRule("b", 5)}, 1)); a.err != nil || a.d.Limited {
 		t.Errorf("THROTTLE.ALL across hash slots on a single Redis: %+v, want admitted", a)
 	}
+	waitFor(t, "the subscription made", s.isSubscribed.Load)
 	refuseThenDeleteElsewhere(t, s, srv)
 	waitFor(t, "the deny entry dropped", func() bool { return !remembered(s, "d") })
 	if st := s.Stats(); st.Downs != 1 || st.LocalDecisions != 0 {
