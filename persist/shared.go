@@ -268,7 +268,8 @@ func (s *Shared) Client() redis.UniversalClient { return s.mode.Load().client }
 // Keyspace returns the keyspace commands on the store under the prefix, through
 // the client Client returns at each call; a key they delete is invalidated.
 func (s *Shared) Keyspace() *StoreKeys {
-	return &StoreKeys{client: s.Client, prefix: s.opts.Prefix, deleted: func(keys []string) { s.Invalidate(keys...) }}
+	return &StoreKeys{client: s.Client, prefix: s.opts.Prefix, deleted: func(keys []string) { s.Invalidate(keys...) },
+		unsure: func() bool { return s.mode.Load().unasked != nil }}
 }
 
 // ask asks a store that did not answer at NewStoreClient, if not asked yet,

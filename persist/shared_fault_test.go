@@ -416,8 +416,16 @@ func TestSharedAsksSingleAtFirstAnswer(t *testing.T) {
 	}
 	s := NewShared(client, SharedOptions{Local: engine.New(engine.Options{SweepInterval: -1}), Timeout: 5 * time.Second})
 	startShared(t, s)
+	// Until the store says what it is, the whole keyspace's commands
+	// refuse rather than walk the one node the client knows.
+	if _, err := s.Keyspace().Len(ctx); !errors.Is(err, errStoreUnsure) {
+		t.Errorf("DBSIZE before the store said what it is: %v, want errStoreUnsure", err)
+	}
 	srv.Restart()
 	waitFor(t, "the store back", func() bool { return !s.Stats().StoreDown })
+	if n, err := s.Keyspace().Len(ctx); err != nil || n != 0 {
+		t.Errorf("DBSIZE once the store said what it is: %d, %v", n, err)
+	}
 	if _, ok := s.Client().(*redis.Client); !ok {
 		t.Fatalf("the client is a %T, want a single Redis's", s.Client())
 	}

@@ -16,6 +16,10 @@ import (
 // no prefix: the store may hold other applications' keys.
 var ErrNoPrefix error = replyError("ERR shared mode flushes only keys under --backing-prefix, and none is set")
 
+// errStoreUnsure is the refusal of a command on the whole keyspace while
+// the store has not said whether it is a Redis Cluster.
+var errStoreUnsure = errors.New("it has not said yet whether it is a Redis Cluster; try again")
+
 // flushBatch is how many keys one round trip of a flush deletes.
 const flushBatch = 500
 
@@ -30,6 +34,10 @@ type StoreKeys struct {
 	// that did not answer at start may turn out to be a Redis Cluster).
 	client func() redis.UniversalClient
 	prefix string
+	// unsure, when not nil, reports that the store has not said yet
+	// whether it is a Redis Cluster: the commands on the whole keyspace
+	// refuse (errStoreUnsure) rather than walk only the node they know.
+	unsure func() bool
 	// deleted is told the keys a DEL, UNLINK or FLUSH removed through this
 	// instance (nil: all of them), so that caches of them are dropped.
 	deleted func(keys []string)
@@ -234,20 +242,25 @@ func (k *StoreKeys) types(ctx context.Context, keys []string) ([]string, error) 
 	return out, nil
 }
 
-// Keys lists every key under the prefix matching pattern.
+// Keys lists every key under the prefix matching pattern, each once (a
+// SCAN may return a key twice, when the store's table shrinks meanwhile).
 func (k *StoreKeys) Keys(ctx context.Context, pattern string) ([]string, error) {
 	var out []string
+	seen := map[string]struct{}{}
 	err := k.each(ctx, escapeGlob(k.prefix)+pattern, func(keys []string) error {
 		for _, key := range keys {
-			out = append(out, key[len(k.prefix):])
+			if _, dup := seen[key]; !dup {
+				seen[key] = struct{}{}
+				out = append(out, key[len(k.prefix):])
+			}
 		}
 		return nil
 	})
 	return out, err
 }
 
-// Len is DBSIZE: the number of keys under the prefix, or with no prefix
-// every key of the store.
+// Len is DBSIZE: the number of keys under the prefix (a walk of them, which
+// holds their names meanwhile), or with no prefix every key of the store.
 func (k *StoreKeys) Len(ctx context.Context) (int64, error) {
 	if k.prefix == "" {
 		nodes, err := k.masters(ctx)
@@ -264,12 +277,15 @@ func (k *StoreKeys) Len(ctx context.Context) (int64, error) {
 		}
 		return n, nil
 	}
-	n := int64(0)
+	// Each key once, as Keys: a SCAN may return one twice.
+	seen := map[string]struct{}{}
 	err := k.each(ctx, escapeGlob(k.prefix)+"*", func(keys []string) error {
-		n += int64(len(keys))
+		for _, key := range keys {
+			seen[key] = struct{}{}
+		}
 		return nil
 	})
-	return n, err
+	return int64(len(seen)), err
 }
 
 // Flush deletes every key under the prefix, and refuses (ErrNoPrefix) when
@@ -334,6 +350,9 @@ func scan(ctx context.Context, node redis.UniversalClient, cursor uint64, match 
 // masters returns the store's masters, ordered by address: the one client
 // of a single Redis, or each master of a cluster.
 func (k *StoreKeys) masters(ctx context.Context) ([]redis.UniversalClient, error) {
+	if k.unsure != nil && k.unsure() {
+		return nil, errStoreUnsure
+	}
 	client := k.client()
 	cc, ok := client.(*redis.ClusterClient)
 	if !ok {

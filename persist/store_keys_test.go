@@ -146,6 +146,51 @@ func TestStoreKeysAnswerAsRedis(t *testing.T) {
 	}
 }
 
+// scanTwice is a go-redis hook that has every SCAN page give its first key
+// twice, as a SCAN does when the store's table shrinks meanwhile.
+type scanTwice struct{}
+
+func (scanTwice) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (scanTwice) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if c, ok := cmd.(*redis.ScanCmd); ok && err == nil {
+			page, cursor := c.Val()
+			if len(page) > 0 {
+				c.SetVal(append(page, page[0]), cursor)
+			}
+		}
+		return err
+	}
+}
+func (scanTwice) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestStoreKeysOnce: KEYS and DBSIZE count each key once, as Redis's do,
+// when a SCAN gives one twice.
+func TestStoreKeysOnce(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	ctx := context.Background()
+	for _, key := range []string{"p:a", "p:b", "p:c", "q:d"} {
+		if err := rdb.Set(ctx, key, "1", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rdb.AddHook(scanTwice{})
+	k := NewStoreKeys(rdb, "p:", nil)
+	keys, err := k.Keys(ctx, "*")
+	slices.Sort(keys)
+	if err != nil || !slices.Equal(keys, []string{"a", "b", "c"}) {
+		t.Errorf("Keys = %q, %v; want each key once", keys, err)
+	}
+	if n, err := k.Len(ctx); err != nil || n != 3 {
+		t.Errorf("Len = %d, %v; want 3", n, err)
+	}
+}
+
 // roundTrips is a go-redis hook that counts the round trips its client
 // makes: a command or a pipeline each.
 type roundTrips struct{ n *atomic.Int64 }
