@@ -374,10 +374,7 @@ func TestSharedTimedOutRefundInvalidates(t *testing.T) {
 		}
 	}})
 	startShared(t, a)
-	client := redis.NewClient(&redis.Options{Addr: m.Addr()})
-	t.Cleanup(func() { client.Close() })
-	b := NewShared(client, SharedOptions{Local: engine.New(engine.Options{SweepInterval: -1}), Timeout: 5 * time.Second})
-	startShared(t, b)
+	b := startOnMini(t, m)
 	exhaustCL(t, b, "k")
 	if !remembered(b, "k") {
 		t.Fatal("the refusal was not remembered")
@@ -407,10 +404,7 @@ func TestSharedAbandonedRefundInvalidates(t *testing.T) {
 		}
 	}})
 	startShared(t, a)
-	client := redis.NewClient(&redis.Options{Addr: m.Addr()})
-	t.Cleanup(func() { client.Close() })
-	b := NewShared(client, SharedOptions{Local: engine.New(engine.Options{SweepInterval: -1}), Timeout: 5 * time.Second})
-	startShared(t, b)
+	b := startOnMini(t, m)
 	exhaustCL(t, b, "k")
 	if r := wait(t, throttleAsync(a, "k", clQuota, 1)); !r.res.Limited { // a holds k's value
 		t.Fatalf("a admitted k: %+v", r)
@@ -514,11 +508,17 @@ func twoSharedMini(t *testing.T) (m *miniredis.Miniredis, a, b *Shared) {
 	t.Helper()
 	m, a, _ = newSharedMini(t, SharedOptions{})
 	startShared(t, a)
+	return m, a, startOnMini(t, m)
+}
+
+// startOnMini starts another instance on m, a client of its own.
+func startOnMini(t *testing.T, m *miniredis.Miniredis) *Shared {
+	t.Helper()
 	client := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	t.Cleanup(func() { client.Close() })
-	b = NewShared(client, SharedOptions{Local: engine.New(engine.Options{SweepInterval: -1}), Timeout: 5 * time.Second})
-	startShared(t, b)
-	return m, a, b
+	s := NewShared(client, SharedOptions{Local: engine.New(engine.Options{SweepInterval: -1}), Timeout: 5 * time.Second})
+	startShared(t, s)
+	return s
 }
 
 // twoSharedRefused is twoSharedMini with the key "k" refused on a, and the
