@@ -563,9 +563,9 @@ func (s *Shared) queued(op *sharedOp) bool {
 	// Validation that does not depend on any key's state, answered at once.
 	var err error
 	if op.quantities != nil {
-		err = engine.ValidateEach(now, op.rules, op.quantities)
+		err = engine.ValidateEach(op.rules, op.quantities)
 	} else {
-		err = engine.Validate(now, op.op, op.rules, op.quantity)
+		err = engine.Validate(op.op, op.rules)
 	}
 	if err != nil {
 		op.finish(engine.Decision{}, err)

@@ -167,6 +167,10 @@ func TestRunSharedBadInput(t *testing.T) {
 		{"ALL negative quantity", []string{"THROTTLE.ALL", "FW", "n3", "10", "1h", "QUANTITY", "-1"}, ""},
 		{"ALL bad window", []string{"THROTTLE.ALL", "SW", "n3", "10", "-1h"}, ""},
 		{"ALL one rule on SW", []string{"THROTTLE.ALL", "FW", "n3", "10", "1h", "CL", "swkey", "15", "30", "60"}, ""},
+		// A key of another family judged before a zero rate wins.
+		{"ALL zero rate on SW", []string{"THROTTLE.ALL", "CL", "swkey", "1", "10000000000", "1"}, ""},
+		{"ALL SW before zero rate", []string{"THROTTLE.ALL", "FW", "swkey", "10", "1h", "CL", "n1", "1", "10000000000", "1"}, ""},
+		{"ALL zero rate on string", []string{"THROTTLE.ALL", "CL", "foreign", "1", "10000000000", "1"}, "swkey"},
 		{"ALL one rule on string", []string{"THROTTLE.ALL", "FW", "n3", "10", "1h", "SW", "foreign", "10", "1h"}, "fwkey"},
 		{"ALL one rule on hash", []string{"THROTTLE.ALL", "SWC", "fhash", "10", "1h", "FW", "n3", "10", "1h"}, "swkey"},
 
