@@ -130,6 +130,19 @@ func (l *decisionLater) decided(d engine.Decision, err error) {
 // WriteReply implements Reply.
 func (l *decisionLater) WriteReply(w Writer) {
 	l.client.written(l) // first: the write may panic
+	l.write(w)
+	pool, done := l.pool, l.done
+	*l = decisionLater{done: done}
+	pool.Put(l)
+}
+
+// Drop implements Dropper: only the outcome is counted. l stays as it is,
+// out of its pool: the closed connection's list of paused decisions,
+// which its driver may still be reading, keeps it.
+func (l *decisionLater) Drop() { l.write(nowhere{}) }
+
+// write writes the reply to w, counting its outcome.
+func (l *decisionLater) write(w Writer) {
 	if l.err != nil {
 		l.t.erred()
 		l.errs = errorCounter{Writer: w, stats: l.t.errs}
@@ -140,7 +153,4 @@ func (l *decisionLater) WriteReply(w Writer) {
 	} else {
 		writeDecision(l.t, w, l.d, l.err, l.millis)
 	}
-	pool, done := l.pool, l.done
-	*l = decisionLater{done: done}
-	pool.Put(l)
 }

@@ -29,7 +29,7 @@ func (cx *Context) await(w Writer, start func(finish func(write func(Writer)))) 
 		cx.later = true
 		t, paused := cx.tally(), p.Pause()
 		start(func(write func(Writer)) {
-			paused.Complete(ReplyFunc(func(w Writer) { t.outcome(w, write) }))
+			paused.Complete(laterReply{t, write})
 		})
 		return
 	}

@@ -452,15 +452,35 @@ func (s *session) afterSending() (ending, pushed bool) {
 func (s *session) pending() bool { return s.w.pending() }
 
 // finish returns why the session ended, once the driver has closed the
-// socket; a paused command completing later is dropped.
+// socket; a paused command completing later is dropped. The replies
+// completed but not written are dropped now: they still count what they
+// answered (commands.Dropper).
 func (s *session) finish() error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.closed = true
 	if s.closeErr == nil {
 		s.closeErr = net.ErrClosed
 	}
-	return s.closeErr
+	err := s.closeErr
+	var unwritten []commands.Reply
+	for _, p := range s.w.held {
+		if p.reply != nil && !p.dropped {
+			unwritten = append(unwritten, p.reply)
+			p.reply = nil
+		}
+	}
+	s.mu.Unlock()
+	for _, r := range unwritten {
+		dropReply(r)
+	}
+	return err
+}
+
+// dropReply counts what r, which will never be written, answered.
+func dropReply(r commands.Reply) {
+	if d, ok := r.(commands.Dropper); ok {
+		d.Drop()
+	}
 }
 
 // idleDeadline is when the connection, waiting for bytes, times out; zero
@@ -552,12 +572,17 @@ func (s *session) close() {
 }
 
 // complete records that the paused reply p can be written, by r, and
-// wakes the driver to write it. Any goroutine; after the session closed,
-// or for a reply dropped when its command panicked, it does nothing.
+// wakes the driver to write it. Any goroutine; after the session closed
+// it only counts what r answered (dropReply), and for a reply dropped when
+// its command panicked it does nothing.
 func (s *session) complete(p *pausedReply, r commands.Reply) {
 	s.mu.Lock()
 	if s.closed || p.dropped {
+		closed, dropped := s.closed, p.dropped
 		s.mu.Unlock()
+		if closed && !dropped && r != nil {
+			dropReply(r)
+		}
 		return
 	}
 	if p.reply != nil || !p.held {

@@ -6,6 +6,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -661,5 +662,37 @@ func TestSessionIdleCheckPollsWhatTheDriverWaitsFor(t *testing.T) {
 				t.Fatalf("next = %d once idle, want stepClose", st)
 			}
 		})
+	}
+}
+
+// countedReply is a reply that counts its drops (commands.Dropper).
+type countedReply struct{ drops *atomic.Int32 }
+
+func (countedReply) WriteReply(w commands.Writer) { w.WriteString("OK") }
+func (r countedReply) Drop()                      { r.drops.Add(1) }
+
+// TestSessionDropsUnwrittenReplies: the replies a closed connection never
+// writes are dropped, each once, so that they count what they answered:
+// one completed while held behind another paused one, when the session
+// finishes, and one completed after that.
+func TestSessionDropsUnwrittenReplies(t *testing.T) {
+	r := newSessionRig(t, 0)
+	r.feed("HOLD\r\nHOLD\r\nHOLD\r\n")
+	r.drive()
+	if len(r.cs.holds) != 3 {
+		t.Fatalf("%d commands paused, want 3", len(r.cs.holds))
+	}
+	var drops atomic.Int32
+	r.cs.holds[1].Complete(countedReply{&drops}) // held behind the first
+	r.drive()
+	r.s.close()
+	r.s.finish()
+	if n := drops.Load(); n != 1 {
+		t.Errorf("%d replies dropped at finish, want the 1 completed", n)
+	}
+	r.cs.holds[0].Complete(countedReply{&drops})
+	r.cs.holds[2].Complete(countedReply{&drops})
+	if n := drops.Load(); n != 3 {
+		t.Errorf("%d replies dropped in all, want 3", n)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"os"
 	"strings"
 	"sync"
@@ -387,5 +388,59 @@ func TestRunSharedClusterNodeDownAtStart(t *testing.T) {
 	}
 	if !strings.Contains(r.stderr.String(), "the shared store is a Redis Cluster") {
 		t.Errorf("the log does not say the store is a Redis Cluster:\n%s", r.stderr.String())
+	}
+}
+
+// TestRunSharedDroppedCounted: the decisions of a client that resets its
+// connection while they wait on the store are made there all the same, and
+// counted as a client that stayed would see them counted: INFO's allowed
+// and limited calls, and THROTTLE.TOP's refusals.
+func TestRunSharedDroppedCounted(t *testing.T) {
+	t.Parallel()
+	store := redistest.Start(t)
+	run := startRun(t, sharedArgs(store.URL(), "--shared-timeout", "10s"), nil)
+	admin := newClient(t, run.addr)
+	ctx := context.Background()
+	if err := admin.Do(ctx, "CL.THROTTLE", "warm", 1, 1, 60).Err(); err != nil {
+		t.Fatal(err)
+	}
+	store.Pause()
+	c, err := net.Dial("tcp", run.addr)
+	if err != nil {
+		store.Resume()
+		t.Fatal(err)
+	}
+	const n = 20
+	var b strings.Builder
+	for range n {
+		b.WriteString("*5\r\n$11\r\nCL.THROTTLE\r\n$2\r\ndk\r\n$1\r\n0\r\n$1\r\n1\r\n$2\r\n60\r\n")
+	}
+	if _, err := c.Write([]byte(b.String())); err != nil {
+		store.Resume()
+		t.Fatal(err)
+	}
+	// Every call read and waiting on the store, then a reset (linger 0),
+	// as a client killed or timing out sends.
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.HasPrefix(infoField(t, admin, "commandstats", "cmdstat_cl.throttle"), fmt.Sprintf("calls=%d,", n+1)) {
+		if time.Now().After(deadline) {
+			store.Resume()
+			t.Fatal("the calls were not all read")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	c.(*net.TCPConn).SetLinger(0)
+	c.Close()
+	store.Resume()
+	waitInfo(t, admin, "stats", "throttle_limited_calls", fmt.Sprint(n-1))
+	if v := infoField(t, admin, "stats", "throttle_allowed_calls"); v != "2" { // warm's and dk's first
+		t.Errorf("throttle_allowed_calls = %s, want 2", v)
+	}
+	top, err := admin.Do(ctx, "THROTTLE.TOP").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(fmt.Sprint(top), "dk") {
+		t.Errorf("THROTTLE.TOP does not list dk, refused %d times: %v", n-1, top)
 	}
 }
