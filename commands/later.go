@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 )
 
 // msgStoreFailed answers a keyspace command the shared store did not
@@ -21,7 +22,7 @@ const msgStoreFailed = "ERR the shared store failed: %s"
 // the store in order.
 func (cx *Context) await(w Writer, start func(finish func(write func(Writer)))) {
 	if cx.chain != nil {
-		start = cx.chain.after(cx.cmds, start)
+		start = cx.chain.after(start)
 	}
 	if p := AsPauser(w); p != nil {
 		// The command's outcome is counted when its reply is written,
@@ -46,32 +47,85 @@ func (t tally) erred() {
 	}
 }
 
-// chain orders the commands of one EXEC that finish later: last is closed
-// once the latest of them has finished.
-type chain struct{ last chan struct{} }
+// chain orders the commands of one EXEC that finish later: each starts
+// once the one before it has finished. Those waiting are kept as their
+// starts, with no goroutine of their own: one goroutine at a time runs the
+// chain, however many commands the transaction queued.
+type chain struct {
+	c  *Commands
+	mu sync.Mutex
+	// waiting are the starts of the commands not started yet, in order;
+	// running: one of the chain's commands has started and not finished.
+	waiting []func()
+	running bool
+	// starting: pump is starting a command; finished: it finished meanwhile,
+	// so that pump starts the next itself.
+	starting, finished bool
+}
 
-// after returns start made to wait for the chain's latest command, and to
-// become the latest itself. Waiting happens on a goroutine of its own,
-// never on the caller's.
-func (ch *chain) after(c *Commands, start func(finish func(func(Writer)))) func(finish func(func(Writer))) {
-	prev, mine := ch.last, make(chan struct{})
-	ch.last = mine
+// after returns start made to wait for the chain's commands before it.
+func (ch *chain) after(start func(finish func(func(Writer)))) func(finish func(func(Writer))) {
 	return func(finish func(func(Writer))) {
-		done := func(write func(Writer)) {
-			close(mine)
-			finish(write)
-		}
-		if prev == nil {
-			start(done)
+		ch.mu.Lock()
+		ch.waiting = append(ch.waiting, func() {
+			start(func(write func(Writer)) {
+				ch.done() // the next may start: the replies keep their order
+				finish(write)
+			})
+		})
+		if ch.running {
+			ch.mu.Unlock()
 			return
 		}
-		c.workers.Add(1)
-		go func() {
-			defer c.workers.Done()
-			<-prev
-			start(done)
-		}()
+		ch.running = true
+		ch.mu.Unlock()
+		ch.pump()
 	}
+}
+
+// pump starts the waiting commands one after the other, for as long as
+// each finishes while it is being started; one that finishes later
+// starts the next in done.
+func (ch *chain) pump() {
+	for {
+		ch.mu.Lock()
+		if len(ch.waiting) == 0 {
+			ch.running = false
+			ch.mu.Unlock()
+			return
+		}
+		run := ch.waiting[0]
+		ch.waiting[0] = nil
+		ch.waiting = ch.waiting[1:]
+		ch.starting, ch.finished = true, false
+		ch.mu.Unlock()
+		run()
+		ch.mu.Lock()
+		ch.starting = false
+		again := ch.finished
+		ch.mu.Unlock()
+		if !again {
+			return
+		}
+	}
+}
+
+// done records that the running command finished, and starts the next on
+// a goroutine of its own (the caller may be the store's), unless pump is
+// still starting it and will.
+func (ch *chain) done() {
+	ch.mu.Lock()
+	if ch.starting {
+		ch.finished = true
+		ch.mu.Unlock()
+		return
+	}
+	ch.mu.Unlock()
+	ch.c.workers.Add(1)
+	go func() {
+		defer ch.c.workers.Done()
+		ch.pump()
+	}()
 }
 
 // offload runs fn on a goroutine of its own, against the store, within

@@ -57,7 +57,7 @@ func (c *Commands) exec(cx *Context, w Writer, args [][]byte) {
 		// act there one after the other, each atomically, but the
 		// transaction as a whole is not atomic, and the local keyspace
 		// (the fallback's) is not locked for them.
-		inner.chain = &chain{}
+		inner.chain = &chain{c: c}
 	} else {
 		// In memory the transaction locks the shards of every key its
 		// commands name (all of them for a command over every key).

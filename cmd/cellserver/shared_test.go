@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"net"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -504,5 +507,64 @@ func TestRunSharedPipelineOrder(t *testing.T) {
 		if !admitted(minute) || admitted(hour) != newCount {
 			t.Errorf("round %d: the minute's call %v, the hour's after it %v: want the minute's admitted, the hour's admitted %v", i, minute.Val(), hour.Val(), newCount)
 		}
+	}
+}
+
+// TestRunSharedTransactionBounded: the commands of one EXEC wait for one
+// another as starts kept in order, not as a goroutine each: a transaction
+// of thousands of rate-limit calls holds a handful of goroutines.
+func TestRunSharedTransactionBounded(t *testing.T) {
+	t.Parallel()
+	store := redistest.Start(t)
+	run := startRun(t, sharedArgs(store.URL()), nil)
+	c, err := net.Dial("tcp", run.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	const n = 5000
+	before := runtime.NumGoroutine()
+	var b strings.Builder
+	b.WriteString("*1\r\n$5\r\nMULTI\r\n")
+	for range n {
+		b.WriteString("*5\r\n$11\r\nCL.THROTTLE\r\n$2\r\nek\r\n$4\r\n1000\r\n$1\r\n1\r\n$1\r\n1\r\n")
+	}
+	b.WriteString("*1\r\n$4\r\nEXEC\r\n")
+	if _, err := c.Write([]byte(b.String())); err != nil {
+		t.Fatal(err)
+	}
+	// The replies: +OK, n QUEUED, then EXEC's array, whose header comes
+	// once its first reply is written and its last once all are.
+	answered := make(chan error, 1)
+	go func() {
+		c.SetReadDeadline(time.Now().Add(30 * time.Second))
+		r := bufio.NewReader(c)
+		for i := 0; i < n+2; i++ {
+			var s strings.Builder
+			if err := readReply(r, &s); err != nil {
+				answered <- err
+				return
+			}
+			if i == n+1 && !strings.HasPrefix(s.String(), fmt.Sprintf("*%d\r\n", n)) {
+				answered <- fmt.Errorf("EXEC answered %.40q", s.String())
+				return
+			}
+		}
+		answered <- nil
+	}()
+	most := 0
+	for done := false; !done; {
+		select {
+		case err := <-answered:
+			if err != nil {
+				t.Fatal(err)
+			}
+			done = true
+		case <-time.After(time.Millisecond):
+			most = max(most, runtime.NumGoroutine()-before)
+		}
+	}
+	if most > 100 {
+		t.Errorf("an EXEC of %d calls held %d goroutines more at its peak, want a handful", n, most)
 	}
 }
