@@ -77,32 +77,7 @@ func (c *Commands) exec(cx *Context, w Writer, args [][]byte) {
 		out = ec.Writer
 	}
 	w.WriteArray(len(cmds))
-	// In shared mode a command that answers at once and follows one that
-	// finishes later in the store runs when its reply's turn comes, so
-	// that it sees what the commands before it did (THROTTLE.TOP their
-	// refusals, INFO their counts, CONFIG RESETSTAT resetting them).
-	later := false
 	for i, cmd := range cmds {
-		q := m.queued[i]
-		if p := AsPauser(out); later && p != nil && !actsOnStore(cmd) && !switchesReplies(cmd) {
-			p.Pause().Complete(ReplyFunc(func(w Writer) {
-				c.run(&Context{Client: cx.Client, cmds: c}, &errorCounter{Writer: w, stats: &c.replyErrors}, cmd, q)
-			}))
-			continue
-		}
-		c.run(inner, &errorCounter{Writer: out, stats: &c.replyErrors}, cmd, q)
-		later = later || inner.later
+		c.run(inner, &errorCounter{Writer: out, stats: &c.replyErrors}, cmd, m.queued[i])
 	}
-}
-
-// actsOnStore reports whether cmd acts on the shared store in shared mode,
-// and so may finish later: the commands with a handler of their own there
-// (the keyspace's, SW.LOG), and those that write (the rate limits, DEL).
-func actsOnStore(cmd *Command) bool { return cmd.Shared != nil || cmd.Flags&FlagWrite != 0 }
-
-// switchesReplies reports whether cmd changes how the connection's
-// replies are written from its own on (HELLO's protocol, MONITOR's
-// lines): it runs in its turn inside EXEC, never deferred.
-func switchesReplies(cmd *Command) bool {
-	return cmd.Name == "hello" || cmd.Name == "monitor"
 }

@@ -415,36 +415,6 @@ func TestRunSharedTransaction(t *testing.T) {
 	}
 }
 
-// TestRunSharedTransactionOrder: inside EXEC, a command that answers at
-// once sees what the rate-limit commands queued before it did in the
-// store, as in memory: THROTTLE.TOP their refusals, INFO errorstats their
-// errors, and CONFIG RESETSTAT resets their counts.
-func TestRunSharedTransactionOrder(t *testing.T) {
-	t.Parallel()
-	store := redistest.Start(t)
-	memory := dialRESP(t, startRun(t, []string{"--addr", "127.0.0.1:0"}, nil).addr)
-	shared := dialRESP(t, startRun(t, sharedArgs(store.URL(), "--shared-deny-cache=false"), nil).addr)
-	for name, c := range map[string]*respConn{"memory": memory, "shared": shared} {
-		c.do(t, "MULTI")
-		c.do(t, "CL.THROTTLE", "tk", "0", "1", "60")
-		c.do(t, "CL.THROTTLE", "tk", "0", "1", "60")
-		c.do(t, "THROTTLE.TOP")
-		if r := c.do(t, "EXEC"); !strings.Contains(r, "$2\r\ntk\r\n") {
-			t.Errorf("%s: THROTTLE.TOP after a refusal of tk in the same EXEC does not list tk: %q", name, r)
-		}
-		c.do(t, "MULTI")
-		c.do(t, "SW.THROTTLE", "tk", "1", "1h") // tk is a CL key: WRONGTYPE
-		c.do(t, "INFO", "errorstats")
-		c.do(t, "CONFIG", "RESETSTAT")
-		if r := c.do(t, "EXEC"); !strings.Contains(r, "errorstat_WRONGTYPE:count=1") {
-			t.Errorf("%s: INFO errorstats after a WRONGTYPE in the same EXEC: %q", name, r)
-		}
-		if r := c.do(t, "INFO", "commandstats"); strings.Contains(r, "cmdstat_sw.throttle") {
-			t.Errorf("%s: CONFIG RESETSTAT after SW.THROTTLE in one EXEC left its count: %q", name, r)
-		}
-	}
-}
-
 // TestRunSharedPipelineOrder: a client's pipelined commands are decided in
 // order, as in memory: the DEL of a refused key before its next call, a
 // refund before the call after it, an admission under another window of
