@@ -50,7 +50,9 @@ func (t tally) erred() {
 // chain orders the commands of one EXEC that finish later: each starts
 // once the one before it has finished. Those waiting are kept as their
 // starts, with no goroutine of their own: one goroutine at a time runs the
-// chain, however many commands the transaction queued.
+// chain, however many commands the transaction queued. While it has a
+// command started or waiting it counts among the Commands' workers, so
+// that Close waits for the whole transaction.
 type chain struct {
 	c  *Commands
 	mu sync.Mutex
@@ -78,6 +80,7 @@ func (ch *chain) after(start func(finish func(func(Writer)))) func(finish func(f
 			return
 		}
 		ch.running = true
+		ch.c.workers.Add(1) // until pump finds none left
 		ch.mu.Unlock()
 		ch.pump()
 	}
@@ -92,6 +95,7 @@ func (ch *chain) pump() {
 		if len(ch.waiting) == 0 {
 			ch.running = false
 			ch.mu.Unlock()
+			ch.c.workers.Done()
 			return
 		}
 		run := ch.waiting[0]
@@ -121,11 +125,7 @@ func (ch *chain) done() {
 		return
 	}
 	ch.mu.Unlock()
-	ch.c.workers.Add(1)
-	go func() {
-		defer ch.c.workers.Done()
-		ch.pump()
-	}()
+	go ch.pump() // counted among the workers since the chain started
 }
 
 // offload runs fn on a goroutine of its own, against the store, within

@@ -443,3 +443,62 @@ func TestPausedDecisionsList(t *testing.T) {
 		t.Fatalf("after a dropped decision and the next written: pending on d %v, %d pending", on("d"), len(cl.laters)-cl.lhead)
 	}
 }
+
+// queueStore is a fakeStore whose Throttle calls wait, each on the
+// channel calls, for the test to answer them.
+type queueStore struct {
+	*fakeStore
+	calls chan func()
+}
+
+func (q *queueStore) Throttle(key []byte, quota engine.GCRAQuota, n int64, _ bool, done engine.ThrottleDone) {
+	key = append([]byte(nil), key...)
+	q.calls <- func() { done.Done(q.eng.Throttle(nil, key, quota, n)) }
+}
+
+// TestStoreCloseWaitsForTransaction: Close waits for every command of a
+// transaction under way, those not started yet too, so that none acts on
+// the store after it; the transaction keeps no goroutine a command.
+func TestStoreCloseWaitsForTransaction(t *testing.T) {
+	eng := engine.New(engine.Options{SweepInterval: -1})
+	t.Cleanup(eng.Close)
+	st := &queueStore{fakeStore: &fakeStore{eng: eng}, calls: make(chan func(), 8)}
+	cmds := New(Options{Engine: engine.New(engine.Options{SweepInterval: -1}), Version: "test", Store: st})
+	cl := NewClient(1, "127.0.0.1:50000", "127.0.0.1:6379", time.Now())
+	w := newPausingWriter(2)
+	send := func(args ...string) {
+		bargs := make([][]byte, len(args))
+		for i, a := range args {
+			bargs[i] = []byte(a)
+		}
+		cmds.Dispatch(w, cl, bargs)
+	}
+	send("MULTI")
+	for range 3 {
+		send("CL.THROTTLE", "k", "5", "1", "60")
+	}
+	send("EXEC")
+	closed := make(chan struct{})
+	go func() {
+		cmds.Close()
+		close(closed)
+	}()
+	for i := range 3 {
+		answer := <-st.calls // the i-th starts only once the one before is answered
+		select {
+		case <-closed:
+			t.Fatalf("Close returned with %d of the transaction's 3 commands answered", i)
+		case <-time.After(20 * time.Millisecond):
+		}
+		answer()
+	}
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not return once the transaction was done")
+	}
+	want := "+OK\r\n+QUEUED\r\n+QUEUED\r\n+QUEUED\r\n*3\r\n" + ints(0, 6, 5, -1, 60) + ints(0, 6, 4, -1, 120) + ints(0, 6, 3, -1, 180)
+	if got := w.String(); got != want {
+		t.Errorf("replies %q, want %q", got, want)
+	}
+}
