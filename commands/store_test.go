@@ -350,13 +350,7 @@ func TestStoreBehindADecisionOnItsKey(t *testing.T) {
 	t.Cleanup(cmds.Close)
 	cl := NewClient(1, "127.0.0.1:50000", "127.0.0.1:6379", time.Now())
 	w := newPausingWriter(2)
-	send := func(args ...string) {
-		bargs := make([][]byte, len(args))
-		for i, a := range args {
-			bargs[i] = []byte(a)
-		}
-		cmds.Dispatch(w, cl, bargs)
-	}
+	send := sender(cmds, w, cl)
 	send("CL.THROTTLE", "a", "0", "1", "60")
 	send("CL.THROTTLE", "b", "0", "1", "60")
 	send("CL.THROTTLE", "a", "0", "1", "60")
@@ -444,6 +438,18 @@ func TestPausedDecisionsList(t *testing.T) {
 	}
 }
 
+// sender returns a function that dispatches a command of cl to cmds,
+// its replies going to w.
+func sender(cmds *Commands, w Writer, cl *Client) func(args ...string) {
+	return func(args ...string) {
+		bargs := make([][]byte, len(args))
+		for i, a := range args {
+			bargs[i] = []byte(a)
+		}
+		cmds.Dispatch(w, cl, bargs)
+	}
+}
+
 // queueStore is a fakeStore whose Throttle calls wait, each on the
 // channel calls, for the test to answer them.
 type queueStore struct {
@@ -466,13 +472,7 @@ func TestStoreCloseWaitsForTransaction(t *testing.T) {
 	cmds := New(Options{Engine: engine.New(engine.Options{SweepInterval: -1}), Version: "test", Store: st})
 	cl := NewClient(1, "127.0.0.1:50000", "127.0.0.1:6379", time.Now())
 	w := newPausingWriter(2)
-	send := func(args ...string) {
-		bargs := make([][]byte, len(args))
-		for i, a := range args {
-			bargs[i] = []byte(a)
-		}
-		cmds.Dispatch(w, cl, bargs)
-	}
+	send := sender(cmds, w, cl)
 	send("MULTI")
 	for range 3 {
 		send("CL.THROTTLE", "k", "5", "1", "60")
