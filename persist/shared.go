@@ -606,6 +606,10 @@ func (s *Shared) nowAt(local time.Duration) int64 {
 	return s.clock.at(local)
 }
 
+// Now is the time this instance decides at in the store: the store's
+// clock as it estimates it.
+func (s *Shared) Now() time.Time { return time.Unix(0, s.now()) }
+
 // now is the time decisions are made at: the store's clock as estimated
 // locally, in nanoseconds since the epoch.
 func (s *Shared) now() int64 {

@@ -48,6 +48,16 @@ func StoreDecider(s AllThrottler) Decider { return storeDecider{s} }
 
 type storeDecider struct{ s AllThrottler }
 
+// Now is the store's clock as shared mode estimates it, when the store
+// gives it (persist.Shared does), which the service reads for a fixed
+// window's end; time.Now otherwise.
+func (sd storeDecider) Now() time.Time {
+	if c, ok := sd.s.(interface{ Now() time.Time }); ok {
+		return c.Now()
+	}
+	return time.Now()
+}
+
 // decided is one ThrottleAllEach's answer.
 type decided struct {
 	d    engine.Decision

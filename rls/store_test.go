@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/cellserver/cellserver/engine"
@@ -16,7 +18,17 @@ import (
 // miniredis), served over gRPC.
 func startSharedService(t *testing.T) *testService {
 	t.Helper()
+	return startSharedServiceAhead(t, 0)
+}
+
+// startSharedServiceAhead is startSharedService on a store whose clock is
+// ahead of this instance's by ahead.
+func startSharedServiceAhead(t *testing.T, ahead time.Duration) *testService {
+	t.Helper()
 	m := miniredis.RunT(t)
+	if ahead != 0 {
+		m.SetTime(time.Now().Add(ahead))
+	}
 	client := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1})
 	t.Cleanup(func() { client.Close() })
 	local := engine.New(engine.Options{})
@@ -49,4 +61,19 @@ func TestShouldRateLimitShared(t *testing.T) {
 // exactly the limit.
 func TestConcurrentCallersShared(t *testing.T) {
 	concurrentCallers(t, startSharedService(t))
+}
+
+// TestSharedResetAtStoreClock: a fixed window's end is the store's, for a
+// descriptor counted and for one only checked (hits_addend 0, nothing
+// counted: its end read from the Decider's clock), though this instance's
+// clock is 30 s behind the store's.
+func TestSharedResetAtStoreClock(t *testing.T) {
+	ts := startSharedServiceAhead(t, 30*time.Second)
+	req := &rlsv3.RateLimitRequest{Domain: "test", Descriptors: []*ratelimitv3.RateLimitDescriptor{desc("api", "x"), withAddend(desc("user", "y"), 0)}}
+	resp := ts.call(t, req)
+	counted := resp.Statuses[0].DurationUntilReset.AsDuration()
+	checked := resp.Statuses[1].DurationUntilReset.AsDuration()
+	if d := counted - checked; d > time.Second || d < -time.Second {
+		t.Errorf("two fixed windows of a day in one request end %v apart (counted %v, checked %v)", d, counted, checked)
+	}
 }
