@@ -502,3 +502,34 @@ func TestStoreCloseWaitsForTransaction(t *testing.T) {
 		t.Errorf("replies %q, want %q", got, want)
 	}
 }
+
+// aheadStore is a fakeStore whose clock is an hour ahead of the local
+// engine's.
+type aheadStore struct {
+	*fakeStore
+	clock *engine.ManualClock
+}
+
+func (a aheadStore) Now() time.Time { return a.clock.Now().Add(time.Hour) }
+
+// TestStoreSWLogAtStoreClock: SW.LOG's WINDOW is judged at the store's
+// clock, as the decisions are, not at this instance's.
+func TestStoreSWLogAtStoreClock(t *testing.T) {
+	memory := newHarness(t)
+	eng := engine.New(engine.Options{Now: memory.clock.Now, SweepInterval: -1})
+	t.Cleanup(eng.Close)
+	st := aheadStore{&fakeStore{eng: eng}, memory.clock}
+	cmds := New(Options{Engine: memory.eng, Version: "test", Store: st})
+	t.Cleanup(func() { cmds.Close(); st.wg.Wait() })
+	shared := &harness{t: t, clock: memory.clock, eng: memory.eng, cmds: cmds,
+		client: NewClient(1, "127.0.0.1:50000", "127.0.0.1:6379", memory.clock.Now())}
+	shared.do("SW.THROTTLE", "sw", "5", "1h") // at the store engine's time
+	if got := shared.do("SW.LOG", "sw"); len(got) < 4 || got[:4] != "*1\r\n" {
+		t.Fatalf("SW.LOG = %q, want the one request", got)
+	}
+	// An hour later by the store's clock, the request has left a window of
+	// 30 minutes.
+	if got := shared.do("SW.LOG", "sw", "WINDOW", "30m"); got != "*0\r\n" {
+		t.Errorf("SW.LOG WINDOW 30m at the store's clock = %q, want no request", got)
+	}
+}
