@@ -57,10 +57,8 @@ type Lease struct {
 // StartLease takes the lease under prefix, or warns that another instance
 // holds it, and keeps looking every few seconds until Close.
 func StartLease(client redis.UniversalClient, prefix string, log *slog.Logger) *Lease {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
 	l := &Lease{
-		client: client, key: prefix + LeaseKey, id: hex.EncodeToString(b[:]), log: log,
+		client: client, key: prefix + LeaseKey, id: randomID(), log: log,
 		every: leaseTTL / 3, stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	go l.run()
@@ -109,6 +107,13 @@ func (l *Lease) check() {
 		l.log.Warn("another write-behind cellserver writes to this backing store and prefix: each keeps its own state, so the two overwrite each other's keys and each enforces its own limit; to run several cellservers on one store, use --backing-mode shared",
 			"lease_key", l.key, "holder", holder, "self", l.id)
 	}
+}
+
+// randomID is 16 random hex digits: an instance's name in the store.
+func randomID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // Contested reports whether another instance held the lease at the last

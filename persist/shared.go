@@ -77,6 +77,10 @@ type Shared struct {
 	opts    SharedOptions
 	log     *slog.Logger
 	channel string // the invalidation channel
+	// probeKey is the key the prober's writes name: the instance's own
+	// (under the prefix, cellserver:probe: and a random id), so that they
+	// never touch a key a client named.
+	probeKey string
 
 	mu        sync.Mutex // guards publishes, started, closed, pubsub and the replacement of mode
 	publishes []string   // invalidation messages to publish
@@ -246,6 +250,7 @@ func NewShared(client redis.UniversalClient, opts SharedOptions) *Shared {
 		opts:      opts,
 		log:       log,
 		channel:   opts.Prefix + "cellserver:invalidate",
+		probeKey:  opts.Prefix + "cellserver:probe:" + randomID(),
 		downCh:    make(chan struct{}, 1),
 		pubCh:     make(chan struct{}, 1),
 		stop:      make(chan struct{}),
@@ -721,9 +726,10 @@ func (s *Shared) probe() {
 // every round, and counting it as back would empty the local engine again
 // and again while nothing enforced the limits. The probe is a SET XX of a
 // key that does not exist: a write the store refuses as it would any, which
-// writes nothing.
+// writes nothing. Its key is the instance's own (probeKey), so that no
+// key a client named is ever written by it.
 func (s *Shared) probeWrite(ctx context.Context) error {
-	err := s.Client().Do(ctx, "set", s.opts.Prefix+"cellserver:write-probe", "x", "xx").Err()
+	err := s.Client().Do(ctx, "set", s.probeKey, "x", "xx").Err()
 	if errors.Is(err, redis.Nil) {
 		return nil
 	}

@@ -118,7 +118,7 @@ func tallyNative(natives []*nativeCmd) int {
 // master's; a master without it answers the first SET IFEQ it is sent
 // with the same error, and applyNative stops sending them.
 func (s *Shared) probeNative(ctx context.Context) bool {
-	cmd := redis.NewStatusCmd(ctx, "set", s.opts.Prefix+"cellserver:cas-probe", "x", "ifeq", "y")
+	cmd := redis.NewStatusCmd(ctx, "set", s.probeKey, "x", "ifeq", "y")
 	_ = s.Client().Process(ctx, cmd)
 	return errors.Is(cmd.Err(), redis.Nil)
 }

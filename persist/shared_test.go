@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -650,5 +651,35 @@ func TestSharedCrossSlotQueuedBeforeCluster(t *testing.T) {
 	}
 	if keys := m.Keys(); len(keys) != 0 {
 		t.Errorf("the store holds %v, want nothing written", keys)
+	}
+}
+
+// TestSharedProbesTouchNoKey: the prober's writes (whether the store takes
+// writes, whether it has SET IFEQ) name a key of the instance's own, and
+// leave every key a client named as it was: a CL key named as the probes'
+// keys once were, among them.
+func TestSharedProbesTouchNoKey(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	ctx := context.Background()
+	s := NewShared(rdb, SharedOptions{Local: engine.New(engine.Options{SweepInterval: -1}), Timeout: 5 * time.Second})
+	startShared(t, s)
+	for _, key := range []string{"cellserver:write-probe", "cellserver:cas-probe"} {
+		if a := wait(t, throttleAsync(s, key, clQuota, 1)); a.err != nil {
+			t.Fatal(a.err)
+		}
+	}
+	before, _ := rdb.MGet(ctx, "cellserver:write-probe", "cellserver:cas-probe").Result()
+	if err := s.probeWrite(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s.probeNative(ctx)
+	after, _ := rdb.MGet(ctx, "cellserver:write-probe", "cellserver:cas-probe").Result()
+	if !slices.Equal(before, after) {
+		t.Errorf("the probes changed clients' keys: %v, then %v", before, after)
+	}
+	if n, _ := rdb.DBSize(ctx).Result(); n != 2 {
+		t.Errorf("the store holds %d keys, want the 2 limits: the probes wrote one", n)
 	}
 }

@@ -156,9 +156,11 @@ func (k *StoreKeys) Scan(ctx context.Context, cursor uint64, pattern string, cou
 	if err != nil {
 		return nil, 0, err
 	}
-	out := make([]string, len(keys))
-	for i, key := range keys {
-		out[i] = key[len(k.prefix):]
+	out := make([]string, 0, len(keys))
+	for _, key := range keys {
+		if !k.reserved(key) {
+			out = append(out, key[len(k.prefix):])
+		}
 	}
 	if typ != "" && len(out) > 0 {
 		types, err := k.types(ctx, out)
@@ -249,7 +251,7 @@ func (k *StoreKeys) Keys(ctx context.Context, pattern string) ([]string, error) 
 	seen := map[string]struct{}{}
 	err := k.each(ctx, escapeGlob(k.prefix)+pattern, func(keys []string) error {
 		for _, key := range keys {
-			if _, dup := seen[key]; !dup {
+			if _, dup := seen[key]; !dup && !k.reserved(key) {
 				seen[key] = struct{}{}
 				out = append(out, key[len(k.prefix):])
 			}
@@ -281,7 +283,9 @@ func (k *StoreKeys) Len(ctx context.Context) (int64, error) {
 	seen := map[string]struct{}{}
 	err := k.each(ctx, escapeGlob(k.prefix)+"*", func(keys []string) error {
 		for _, key := range keys {
-			seen[key] = struct{}{}
+			if !k.reserved(key) {
+				seen[key] = struct{}{}
+			}
 		}
 		return nil
 	})
@@ -298,7 +302,9 @@ func (k *StoreKeys) Flush(ctx context.Context) error {
 	err := k.each(ctx, escapeGlob(k.prefix)+"*", func(keys []string) error {
 		pipe := k.client().Pipeline()
 		for _, key := range keys {
-			pipe.Unlink(ctx, key) // one key a command: keys may be in different slots
+			if !k.reserved(key) {
+				pipe.Unlink(ctx, key) // one key a command: keys may be in different slots
+			}
 		}
 		_, err := pipe.Exec(ctx)
 		return err
@@ -333,6 +339,12 @@ func (k *StoreKeys) each(ctx context.Context, match string, fn func(keys []strin
 	}
 	return nil
 }
+
+// reserved reports whether key (with the prefix) is cellserver's own, not
+// a limit: write-behind's lease, which a write-behind instance on the same
+// prefix holds (during a move between the modes, say). The keyspace's
+// walks pass over it, as write-behind's Load does.
+func (k *StoreKeys) reserved(key string) bool { return key == k.prefix+LeaseKey }
 
 // scan is SCAN cursor MATCH match [COUNT count] on node. MATCH is sent
 // even when empty, where it matches only the empty key: go-redis's Scan

@@ -396,3 +396,34 @@ func (e storeErrorReply) Error() string { return string(e) }
 
 // RedisError makes it a redis.Error.
 func (storeErrorReply) RedisError() {}
+
+// TestStoreKeysPassOverLease: write-behind's lease under the prefix (an
+// instance in that mode on the same prefix) is not a limit: the walks do
+// not list it, count it or flush it.
+func TestStoreKeysPassOverLease(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	ctx := context.Background()
+	for _, key := range []string{"p:" + LeaseKey, "p:a"} {
+		if err := rdb.Set(ctx, key, "1234", time.Hour).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k := NewStoreKeys(rdb, "p:", nil)
+	if keys, err := k.Keys(ctx, "*"); err != nil || !slices.Equal(keys, []string{"a"}) {
+		t.Errorf("Keys = %q, %v; want only a", keys, err)
+	}
+	if keys, _, err := k.Scan(ctx, 0, "*", 100, ""); err != nil || !slices.Equal(keys, []string{"a"}) {
+		t.Errorf("Scan = %q, %v; want only a", keys, err)
+	}
+	if n, err := k.Len(ctx); err != nil || n != 1 {
+		t.Errorf("Len = %d, %v; want 1", n, err)
+	}
+	if err := k.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := rdb.Exists(ctx, "p:"+LeaseKey, "p:a").Result(); n != 1 {
+		t.Errorf("after Flush %d of the lease and a are left, want the lease only", n)
+	}
+}
