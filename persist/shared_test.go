@@ -3,8 +3,8 @@ package persist
 import (
 	"context"
 	"errors"
-	"strconv"
 	"slices"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
