@@ -2,28 +2,71 @@ package persist
 
 import (
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
-	"github.com/cellserver/cellserver/persist/redistest"
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
 )
 
+// leaseClock is a store (a miniredis) and the leases' clock, which step
+// moves on together.
+type leaseClock struct {
+	m   *miniredis.Miniredis
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newLeaseClock(t *testing.T) *leaseClock {
+	c := &leaseClock{m: miniredis.RunT(t), now: time.Now()}
+	c.m.SetTime(c.now)
+	return c
+}
+
+func (c *leaseClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// step moves the store's clock and the leases' on by d.
+func (c *leaseClock) step(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+	c.m.SetTime(c.Now())
+	c.m.FastForward(d)
+}
+
+// lease starts a lease under prefix on the store, at the clock.
+func (c *leaseClock) lease(t *testing.T, prefix string, log *logBuffer) *Lease {
+	t.Helper()
+	client := redis.NewClient(&redis.Options{Addr: c.m.Addr(), MaxRetries: -1})
+	t.Cleanup(func() { client.Close() })
+	l := startLease(client, prefix, log.logger(), c.Now)
+	l.check() // the start's look may still be under way: look again, in order
+	return l
+}
+
 // TestLeaseSecondWriter: a second write-behind instance on the same store
-// and prefix is told, in a warning naming shared mode; one on another
-// prefix is not; once the first stops, the second takes the lease.
+// and prefix is told, once it has seen the first renew its lease, in one
+// warning naming shared mode; one on another prefix is not; once the
+// first stops, the second takes the lease.
 func TestLeaseSecondWriter(t *testing.T) {
-	t.Parallel()
-	srv := redistest.Start(t)
-	rdb := srv.Client(t)
+	c := newLeaseClock(t)
 	var logs1, logs2, logs3 logBuffer
-	first := StartLease(rdb, "app:", logs1.logger())
-	first.check() // the start's look may still be under way: look again, in order
-	second := StartLease(rdb, "app:", logs2.logger())
-	second.check()
-	other := StartLease(rdb, "other:", logs3.logger())
-	other.check()
+	first := c.lease(t, "app:", &logs1)
+	second := c.lease(t, "app:", &logs2)
+	other := c.lease(t, "other:", &logs3)
 	defer second.Close()
 	defer other.Close()
-
+	for range 3 { // every look: the first renews, the others look
+		c.step(leaseTTL / 3)
+		first.check()
+		second.check()
+		other.check()
+	}
 	if first.Contested() {
 		t.Error("the first writer sees a contest")
 	}
@@ -44,5 +87,32 @@ func TestLeaseSecondWriter(t *testing.T) {
 	second.check()
 	if second.Contested() {
 		t.Error("the lease is not taken over once the first writer has stopped")
+	}
+}
+
+// TestLeaseRestartWarnsNotAboutItself: an instance restarted (a crash, a
+// pod's restart) finds the lease its old process left, which nobody
+// renews: it warns of nothing, and takes the lease once it runs out.
+func TestLeaseRestartWarnsNotAboutItself(t *testing.T) {
+	c := newLeaseClock(t)
+	m := c.m
+	var logs1, logs2 logBuffer
+	old := c.lease(t, "app:", &logs1)
+	close(old.stop) // dies: its lease is left to run out
+	<-old.done
+	restarted := c.lease(t, "app:", &logs2)
+	defer restarted.Close()
+	for range 4 {
+		c.step(leaseTTL / 3)
+		restarted.check()
+	}
+	if restarted.Contested() || strings.Contains(logs2.String(), "WARN") {
+		t.Errorf("the restarted instance warns about its old lease:\n%s", logs2.String())
+	}
+	if got := m.Keys(); len(got) != 1 || !m.Exists("app:"+LeaseKey) {
+		t.Fatalf("keys %q", got)
+	}
+	if v, _ := m.Get("app:" + LeaseKey); v != restarted.id {
+		t.Errorf("the lease is %q once the old one ran out, want the restarted instance's %q", v, restarted.id)
 	}
 }
