@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"time"
 
 	"github.com/cellserver/cellserver/engine"
 )
@@ -25,6 +26,9 @@ type Store interface {
 	Throttle(key []byte, q engine.GCRAQuota, quantity int64, behind bool, done engine.ThrottleDone)
 	ThrottleWindow(r engine.Rule, quantity int64, behind bool, done func(engine.Decision, error))
 	ThrottleAll(rules []engine.Rule, quantity int64, done func(engine.Decision, error))
+	// Now is the time the store decides at (shared mode: the store's
+	// clock, as estimated), at which SW.LOG judges a window.
+	Now() time.Time
 
 	// Get is GET's answer for key: its value as stored when it is a
 	// string that holds no window limit's state (a CL key's TAT, or

@@ -45,6 +45,8 @@ func (f *fakeStore) ThrottleAll(rules []engine.Rule, n int64, done func(engine.D
 	f.later(func() { done(f.eng.ThrottleAll(nil, rules, n)) })
 }
 
+func (f *fakeStore) Now() time.Time { return f.eng.Now() }
+
 func (f *fakeStore) Get(_ context.Context, key string) (string, bool, error) {
 	v, ok := f.eng.Get(nil, []byte(key))
 	switch {

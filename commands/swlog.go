@@ -74,18 +74,14 @@ func swLog(cx *Context, w Writer, args [][]byte) {
 }
 
 // storeSWLog is SW.LOG in shared mode: the key's state is read from the
-// store, and the window judged at the store's clock, as its decisions are
-// (this instance's estimate of it, where the store gives one).
+// store, and the window judged at the store's clock, as its decisions are.
 func storeSWLog(cx *Context, w Writer, args [][]byte) {
 	a, msg := parseSWLogArgs(args)
 	if msg != "" {
 		w.WriteError(msg)
 		return
 	}
-	key, now := string(args[1]), cx.Engine().Now
-	if c, ok := cx.store().(interface{ Now() time.Time }); ok {
-		now = c.Now
-	}
+	key, now := string(args[1]), cx.store().Now
 	cx.offload(w, func(ctx context.Context, st Store, w Writer) {
 		rec, ok, err := st.Record(ctx, key)
 		switch {

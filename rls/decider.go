@@ -11,11 +11,12 @@ import (
 // is recorded only if every rule admits its own (quantities[i] for
 // rules[i]; 0 checks without recording). each[i] receives rule i's own
 // decision. Rules name distinct keys. Both the in-memory engine
-// (EngineDecider) and shared mode's store (StoreDecider) are Deciders. A
-// Decider with a method Now() time.Time decides at that clock (the service
-// reads it for a fixed window's end); one without it, at time.Now.
+// (EngineDecider) and shared mode's store (StoreDecider) are Deciders. Now
+// is the clock it decides at, which the service reads for a fixed window's
+// end when nothing is counted in it.
 type Decider interface {
 	DecideAll(ctx context.Context, rules []engine.Rule, quantities []int64, each []engine.Decision) (engine.Decision, error)
+	Now() time.Time
 }
 
 // EngineDecider decides in the in-memory engine, atomically, in one locked
@@ -24,8 +25,7 @@ func EngineDecider(e *engine.Engine) Decider { return engineDecider{e} }
 
 type engineDecider struct{ e *engine.Engine }
 
-// Now is the engine's clock, which the service reads for a fixed window's
-// end when nothing is counted in it.
+// Now is the engine's clock.
 func (d engineDecider) Now() time.Time { return d.e.Now() }
 
 func (d engineDecider) DecideAll(_ context.Context, rules []engine.Rule, quantities []int64, each []engine.Decision) (engine.Decision, error) {
@@ -34,9 +34,11 @@ func (d engineDecider) DecideAll(_ context.Context, rules []engine.Rule, quantit
 
 // AllThrottler is the part of shared mode's store (persist.Shared) that
 // StoreDecider uses: engine.ThrottleAllEach's asynchronous form, decided
-// in one atomic step in the store, which calls done exactly once.
+// in one atomic step in the store, which calls done exactly once, and the
+// clock it decides at (the store's, as estimated).
 type AllThrottler interface {
 	ThrottleAllEach(rules []engine.Rule, quantities []int64, done func(d engine.Decision, each []engine.Decision, err error))
+	Now() time.Time
 }
 
 // StoreDecider decides in shared mode's store: a request's rules in one
@@ -48,15 +50,8 @@ func StoreDecider(s AllThrottler) Decider { return storeDecider{s} }
 
 type storeDecider struct{ s AllThrottler }
 
-// Now is the store's clock as shared mode estimates it, when the store
-// gives it (persist.Shared does), which the service reads for a fixed
-// window's end; time.Now otherwise.
-func (sd storeDecider) Now() time.Time {
-	if c, ok := sd.s.(interface{ Now() time.Time }); ok {
-		return c.Now()
-	}
-	return time.Now()
-}
+// Now is the store's clock, as shared mode estimates it.
+func (sd storeDecider) Now() time.Time { return sd.s.Now() }
 
 // decided is one ThrottleAllEach's answer.
 type decided struct {

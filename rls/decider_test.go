@@ -14,6 +14,8 @@ type countingThrottler struct {
 	calls int
 }
 
+func (c *countingThrottler) Now() time.Time { return c.e.Now() }
+
 func (c *countingThrottler) ThrottleAllEach(rules []engine.Rule, quantities []int64, done func(engine.Decision, []engine.Decision, error)) {
 	c.calls++
 	each := make([]engine.Decision, len(rules))

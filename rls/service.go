@@ -239,7 +239,7 @@ func (s *Service) decide(ctx context.Context, req *rlsv3.RateLimitRequest) (*rls
 	resp := &rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OK,
 		Statuses: make([]*rlsv3.RateLimitResponse_DescriptorStatus, len(slots))}
 	var headerFrom *rlsv3.RateLimitResponse_DescriptorStatus
-	now := s.now()
+	now := s.opts.Decider.Now()
 	for i := range slots {
 		sl := &slots[i]
 		st := &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK}
@@ -291,15 +291,6 @@ func (s *Service) decide(ctx context.Context, req *rlsv3.RateLimitRequest) (*rls
 		}
 	}
 	return resp, nil
-}
-
-// now is the time the Decider decides at: its clock when it has one
-// (EngineDecider: the engine's), else time.Now.
-func (s *Service) now() time.Time {
-	if c, ok := s.opts.Decider.(interface{ Now() time.Time }); ok {
-		return c.Now()
-	}
-	return time.Now()
 }
 
 // decideRules decides the enforced rules all or nothing. When another

@@ -262,6 +262,8 @@ func TestBadInput(t *testing.T) {
 // blockingDecider never decides: the request's deadline answers.
 type blockingDecider struct{}
 
+func (blockingDecider) Now() time.Time { return time.Now() }
+
 func (blockingDecider) DecideAll(ctx context.Context, _ []engine.Rule, _ []int64, _ []engine.Decision) (engine.Decision, error) {
 	<-ctx.Done()
 	return engine.Decision{}, ctx.Err()
