@@ -3,7 +3,8 @@ package engine
 // Validate returns the error Decide would return for op whatever the keys
 // hold, when there is one: ErrZeroRate for OpThrottle (judged before its
 // key is read, as redis-cell does), and for OpAll the errors of its rules
-// as a whole (ErrNoRules, a *DuplicateKeyError, ErrLeakyInAll); nil
+// as a whole (ErrNoRules, a *DuplicateKeyError, ErrLeakyInAll), the same
+// for DecideEach; nil
 // otherwise. A store that decides with Decide can answer such a request at
 // once, before reading any key, without allocating. An OpAll rule's zero
 // rate is not among them: a key of another family judged before it
@@ -24,12 +25,4 @@ func Validate(op Op, rules []Rule) error {
 		return checkRules(rules)
 	}
 	panic("engine: Validate with an unknown Op")
-}
-
-// ValidateEach is Validate for DecideEach (a quantity per rule).
-func ValidateEach(rules []Rule, quantities []int64) error {
-	if len(quantities) != len(rules) {
-		panic("engine: ValidateEach needs a quantity per rule")
-	}
-	return checkRules(rules)
 }

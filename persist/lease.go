@@ -120,7 +120,10 @@ func (l *Lease) check() {
 			if _, err := pipe.Exec(ctx); err != nil {
 				return // gone meanwhile (the next look takes it), or the store failed
 			}
-			holder, ttl = get.Val(), pttl.Val().(int64)
+			holder = get.Val()
+			if ttl, err = pttl.Int64(); err != nil {
+				return
+			}
 			if ttl == -2 {
 				return // expired between the two: the next look takes it
 			}

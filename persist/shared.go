@@ -566,13 +566,7 @@ func (s *Shared) queued(op *sharedOp) bool {
 	local := s.clock.local()
 	now := s.nowAt(local)
 	// Validation that does not depend on any key's state, answered at once.
-	var err error
-	if op.quantities != nil {
-		err = engine.ValidateEach(op.rules, op.quantities)
-	} else {
-		err = engine.Validate(op.op, op.rules)
-	}
-	if err != nil {
+	if err := engine.Validate(op.op, op.rules); err != nil {
 		op.finish(engine.Decision{}, err)
 		return false
 	}

@@ -59,33 +59,19 @@ func NewStoreKeys(client redis.UniversalClient, prefix string, deleted func(keys
 // there is no key, and engine.ErrWrongType for a window limit's state (as
 // in memory) or a key of another type (as in Redis).
 func (k *StoreKeys) Get(ctx context.Context, key string) (val string, ok bool, err error) {
-	val, ok, other, err := k.read(ctx, key)
-	switch {
-	case err != nil || !ok:
-		return "", false, err
-	case other:
-		return "", true, engine.ErrWrongType
-	}
+	val, err = k.client().Get(ctx, k.prefix+key).Result()
 	var rec engine.Record
-	if parseValue(val, &rec) && rec.Family != engine.FamilyCL {
+	switch {
+	case errors.Is(err, redis.Nil):
+		return "", false, nil
+	case err != nil && isWrongType(err):
+		return "", true, engine.ErrWrongType
+	case err != nil:
+		return "", false, err
+	case parseValue(val, &rec) && rec.Family != engine.FamilyCL:
 		return "", true, engine.ErrWrongType
 	}
 	return val, true, nil
-}
-
-// read is GET of key under the prefix: its value, ok false when there is
-// no key, other true when it is a key of another type than a string.
-func (k *StoreKeys) read(ctx context.Context, key string) (val string, ok, other bool, err error) {
-	val, err = k.client().Get(ctx, k.prefix+key).Result()
-	switch {
-	case errors.Is(err, redis.Nil):
-		return "", false, false, nil
-	case err != nil && isWrongType(err):
-		return "", true, true, nil
-	case err != nil:
-		return "", false, false, err
-	}
-	return val, true, false, nil
 }
 
 // PTTL returns key's time to live in milliseconds: -2 when it does not
@@ -156,11 +142,10 @@ func (k *StoreKeys) Scan(ctx context.Context, cursor uint64, pattern string, cou
 	if err != nil {
 		return nil, 0, err
 	}
-	out := make([]string, 0, len(keys))
-	for _, key := range keys {
-		if !k.reserved(key) {
-			out = append(out, key[len(k.prefix):])
-		}
+	keys = slices.DeleteFunc(keys, k.reserved)
+	out := make([]string, len(keys))
+	for i, key := range keys {
+		out[i] = key[len(k.prefix):]
 	}
 	if typ != "" && len(out) > 0 {
 		types, err := k.types(ctx, out)
@@ -251,7 +236,7 @@ func (k *StoreKeys) Keys(ctx context.Context, pattern string) ([]string, error) 
 	seen := map[string]struct{}{}
 	err := k.each(ctx, escapeGlob(k.prefix)+pattern, func(keys []string) error {
 		for _, key := range keys {
-			if _, dup := seen[key]; !dup && !k.reserved(key) {
+			if _, dup := seen[key]; !dup {
 				seen[key] = struct{}{}
 				out = append(out, key[len(k.prefix):])
 			}
@@ -279,17 +264,8 @@ func (k *StoreKeys) Len(ctx context.Context) (int64, error) {
 		}
 		return n, nil
 	}
-	// Each key once, as Keys: a SCAN may return one twice.
-	seen := map[string]struct{}{}
-	err := k.each(ctx, escapeGlob(k.prefix)+"*", func(keys []string) error {
-		for _, key := range keys {
-			if !k.reserved(key) {
-				seen[key] = struct{}{}
-			}
-		}
-		return nil
-	})
-	return int64(len(seen)), err
+	keys, err := k.Keys(ctx, "*") // each key once
+	return int64(len(keys)), err
 }
 
 // Flush deletes every key under the prefix, and refuses (ErrNoPrefix) when
@@ -302,9 +278,7 @@ func (k *StoreKeys) Flush(ctx context.Context) error {
 	err := k.each(ctx, escapeGlob(k.prefix)+"*", func(keys []string) error {
 		pipe := k.client().Pipeline()
 		for _, key := range keys {
-			if !k.reserved(key) {
-				pipe.Unlink(ctx, key) // one key a command: keys may be in different slots
-			}
+			pipe.Unlink(ctx, key) // one key a command: keys may be in different slots
 		}
 		_, err := pipe.Exec(ctx)
 		return err
@@ -314,7 +288,7 @@ func (k *StoreKeys) Flush(ctx context.Context) error {
 }
 
 // each walks the keys matching match on every master, calling fn with
-// each batch SCAN returns.
+// each batch SCAN returns, less the reserved key.
 func (k *StoreKeys) each(ctx context.Context, match string, fn func(keys []string) error) error {
 	nodes, err := k.masters(ctx)
 	if err != nil {
@@ -327,6 +301,7 @@ func (k *StoreKeys) each(ctx context.Context, match string, fn func(keys []strin
 			if err != nil {
 				return err
 			}
+			keys = slices.DeleteFunc(keys, k.reserved)
 			if len(keys) > 0 {
 				if err := fn(keys); err != nil {
 					return err
