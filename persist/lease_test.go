@@ -45,7 +45,10 @@ func (c *leaseClock) lease(t *testing.T, prefix string, log *logBuffer) *Lease {
 	client := redis.NewClient(&redis.Options{Addr: c.m.Addr(), MaxRetries: -1})
 	t.Cleanup(func() { client.Close() })
 	l := startLease(client, prefix, log.logger(), c.Now)
-	l.check() // the start's look may still be under way: look again, in order
+	// Its goroutine stops after its first look: the test looks from then
+	// on, in order with its clock's steps.
+	l.once.Do(func() { close(l.stop) })
+	<-l.done
 	return l
 }
 
@@ -98,8 +101,7 @@ func TestLeaseRestartWarnsNotAboutItself(t *testing.T) {
 	m := c.m
 	var logs1, logs2 logBuffer
 	old := c.lease(t, "app:", &logs1)
-	close(old.stop) // dies: its lease is left to run out
-	<-old.done
+	_ = old // dies: its lease, never freed, is left to run out
 	restarted := c.lease(t, "app:", &logs2)
 	defer restarted.Close()
 	for range 4 {
